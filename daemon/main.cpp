@@ -1,0 +1,2 @@
+// outboxd entry point.
+int main() { return 0; }

@@ -1,0 +1,109 @@
+// The daemon's configuration as plain structs with defaults; see config/outboxd.yaml.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace outboxd::config {
+
+using std::chrono::milliseconds;
+
+enum class BrokerProfile { generic, rabbitmq, activemq, artemis, azure_servicebus };
+enum class RetentionMode { delete_rows, keep };
+enum class LogFormat { human, json };
+
+struct TlsConfig {
+  bool enabled = false;           // true for amqps:// URLs
+  std::string ca_file;            // empty: system trust store
+  std::string cert_file;          // client certificate (EXTERNAL)
+  std::string key_file;
+  bool verify_host = true;
+};
+
+struct DatabaseConfig {
+  std::string url;                // libpq URI or conninfo (required)
+  std::string password;           // from password or password_file; never logged
+  milliseconds connect_timeout{5000};
+  milliseconds statement_timeout{30000};
+  milliseconds reconnect_min{100};
+  milliseconds reconnect_max{10000};
+};
+
+struct BrokerConfig {
+  std::string url;                // amqp://host:port or amqps://host:port (required)
+  BrokerProfile profile = BrokerProfile::generic;
+  std::string username;           // empty: ANONYMOUS
+  std::string password;           // from password or password_file; never logged
+  std::vector<std::string> sasl_mechanisms;  // empty: PLAIN with username, else ANONYMOUS
+  bool allow_insecure_plain = false;         // silence the PLAIN-over-TCP warning
+  TlsConfig tls;
+  std::string container_id;       // empty: derived from the instance id
+  milliseconds idle_timeout{30000};          // AMQP heartbeat
+  milliseconds link_idle_close{60000};       // close a destination's link when unused this long
+  milliseconds reconnect_min{100};
+  milliseconds reconnect_max{10000};
+  milliseconds outcome_timeout{30000};       // no outcome by then: treat as unknown
+};
+
+struct OutboxConfig {
+  std::string schema = "outbox";
+  std::string workflow_schema = "workflow";
+  int partitions = 64;            // used by `migrate` when it creates the schema
+};
+
+struct DispatchConfig {
+  int batch_size = 500;           // rows per claim and per mark
+  int in_flight = 1000;           // deliveries awaiting an outcome, all destinations
+  int per_session_in_flight = 1;  // 1 = strict per-session order
+  int max_attempts = 10;          // rejects before a row is parked
+  milliseconds backoff_initial{1000};
+  milliseconds backoff_max{300000};
+  double backoff_multiplier = 2.0;
+  double backoff_jitter = 0.2;    // +-20% of each delay
+  milliseconds release_retry{1000};          // delay after released/modified/unknown
+  int releases_per_attempt = 5;   // this many releases in a row count as one failed attempt
+  milliseconds poll_interval{5000};          // fallback poll when no NOTIFY arrives
+  milliseconds shutdown_timeout{10000};      // wait for in-flight outcomes on SIGTERM
+  milliseconds stats_interval{10000};        // info log of rates
+};
+
+struct RetentionConfig {
+  RetentionMode mode = RetentionMode::delete_rows;
+  milliseconds keep_for{std::chrono::hours(24 * 7)};  // mode keep: purge after this
+  int purge_batch = 1000;
+  milliseconds purge_interval{60000};
+};
+
+struct LeaseConfig {
+  std::string instance_id;        // empty: host name + pid
+  milliseconds lease_ttl{15000};
+  milliseconds renew_interval{5000};
+  milliseconds safety_margin{3000};          // stop publishing this long before expiry
+};
+
+struct LogConfig {
+  std::string level = "info";     // trace debug info warn error critical off
+  LogFormat format = LogFormat::human;
+};
+
+struct HttpConfig {
+  std::string listen;             // host:port for /metrics /healthz /readyz; empty: off
+};
+
+struct Config {
+  std::string source;             // file the config came from
+  DatabaseConfig database;
+  BrokerConfig broker;
+  OutboxConfig outbox;
+  DispatchConfig dispatch;
+  RetentionConfig retention;
+  LeaseConfig leases;
+  LogConfig log;
+  HttpConfig http;
+};
+
+const char* to_string(BrokerProfile profile);
+
+}  // namespace outboxd::config

@@ -1,0 +1,45 @@
+// One claimed outbox row as the dispatcher sees it, and what the broker said about it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace outboxd::core {
+
+using RowId = std::int64_t;
+
+// Column values of outbox.messages needed to publish a row. Nullable columns
+// are optionals; `body` holds the bytes exactly as written.
+struct OutboxMessage {
+  RowId id = 0;
+  std::string message_id;
+  std::string destination;
+  std::optional<std::string> session_id;
+  std::optional<std::string> correlation_id;
+  std::optional<std::string> parent_message_id;
+  std::optional<std::string> originating_message_id;
+  std::optional<std::string> subject;
+  std::optional<std::string> content_type;
+  std::optional<std::string> traceparent;
+  std::string headers_json = "{}";  // jsonb object as text
+  std::string body;
+  std::optional<std::chrono::milliseconds> ttl;
+  std::chrono::system_clock::time_point created_at;
+  std::optional<std::chrono::system_clock::time_point> due_at;
+  int attempts = 0;
+  int partition = 0;
+};
+
+// The broker's settlement of one delivery, or its absence.
+enum class DeliveryOutcome {
+  accepted,
+  rejected,  // the broker refused the message, or it could not be encoded
+  released,  // released or modified: the broker did not process it; try again
+  unknown,   // connection lost before an outcome arrived: publish again
+};
+
+const char* to_string(DeliveryOutcome outcome);
+
+}  // namespace outboxd::core
