@@ -64,7 +64,7 @@ struct DispatchConfig {
   double backoff_jitter = 0.2;    // +-20% of each delay
   milliseconds release_retry{1000};          // delay after released/modified/unknown
   int releases_per_attempt = 5;   // this many releases in a row count as one failed attempt
-  milliseconds poll_interval{5000};          // fallback poll when no NOTIFY arrives
+  milliseconds poll_interval{30000};         // fallback poll when no NOTIFY arrives
   milliseconds shutdown_timeout{10000};      // wait for in-flight outcomes on SIGTERM
   milliseconds stats_interval{10000};        // info log of rates
 };
@@ -78,9 +78,9 @@ struct RetentionConfig {
 
 struct LeaseConfig {
   std::string instance_id;        // empty: host name + pid
-  milliseconds lease_ttl{15000};
-  milliseconds renew_interval{5000};
-  milliseconds safety_margin{3000};          // stop publishing this long before expiry
+  milliseconds lease_ttl{30000};
+  milliseconds renew_interval{10000};
+  milliseconds safety_margin{5000};          // stop publishing this long before expiry
 };
 
 struct LogConfig {
