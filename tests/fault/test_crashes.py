@@ -1,0 +1,134 @@
+"""kill -9 of outboxd, broker restarts and database restarts during a run: nothing lost."""
+
+import collections
+import os
+import random
+import subprocess
+import time
+
+import pytest
+
+from harness import Broker, Consumer, Daemon, run_cli, unique, wait_until, write_config
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+WINDOW = 500
+
+
+def services(*args):
+    subprocess.run([os.path.join(ROOT, "scripts", "services.sh"), *args], check=True, timeout=180)
+
+
+def fill(database, queue, rows, sessions):
+    """Bulk insert through plain SQL, as an application might."""
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute(
+            "INSERT INTO outbox.messages (message_id, destination, session_id, body) "
+            "SELECT 'm' || i, %s, 's' || (i %% %s), convert_to(i::text, 'UTF8') FROM generate_series(0, %s - 1) i",
+            (queue, sessions, rows))
+
+
+def check_delivery(received, rows, max_duplicates):
+    """Every row arrived; first arrivals keep per-session order; duplicates bounded."""
+    ids = collections.Counter(m.id for m in received)
+    missing = {f"m{i}" for i in range(rows)} - set(ids)
+    assert not missing, f"{len(missing)} rows lost, e.g. {sorted(missing)[:5]}"
+    duplicates = sum(ids.values()) - rows
+    assert duplicates <= max_duplicates, f"{duplicates} duplicates > {max_duplicates}"
+    seen, last, violations = set(), {}, 0
+    for message in received:
+        if message.id in seen:
+            continue
+        seen.add(message.id)
+        seq = int(message.body)
+        if seq < last.get(message.group_id, -1):
+            violations += 1
+        last[message.group_id] = seq
+    assert violations == 0, f"{violations} per-session order violations"
+    return duplicates
+
+
+def pending(database):
+    return database.query("SELECT count(*) FROM outbox.messages WHERE status = 'pending'")[0][0]
+
+
+@pytest.fixture
+def rabbitmq():
+    return Broker("rabbitmq")
+
+
+def test_kill_9_at_random_moments_loses_nothing(workdir, database, rabbitmq):
+    rows, sessions, kills = 20000, 200, 6
+    queue = unique("kill9")
+    consumer = Consumer(rabbitmq, queue, credit=2000)
+    path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq, dispatch={"in_flight": WINDOW})
+    run_cli("migrate", "-c", path)
+    fill(database, queue, rows, sessions)
+    rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "7")))
+    daemon = Daemon(path)
+    received = []
+    for _ in range(kills):
+        daemon.start()
+        time.sleep(rng.uniform(0.3, 1.5))
+        daemon.kill()
+        received += consumer.receive(rows, timeout=0.5)
+    daemon.start()
+    try:
+        wait_until(lambda: pending(database) == 0, timeout=120, what="backlog drained after the kills")
+        received += consumer.receive(rows * 2, timeout=3)
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    received += consumer.receive(rows * 2, timeout=1)
+    consumer.close()
+    duplicates = check_delivery(received, rows, max_duplicates=kills * (WINDOW + 500))
+    print(f"kill -9: rows={rows} kills={kills} lost=0 duplicates={duplicates} received={len(received)}")
+
+
+def test_broker_restart_mid_run(workdir, database, rabbitmq):
+    rows, sessions = 10000, 100
+    queue = unique("brokerrestart")
+    path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
+                        dispatch={"in_flight": WINDOW}, broker={"reconnect_max_ms": 1000})
+    run_cli("migrate", "-c", path)
+    consumer = Consumer(rabbitmq, queue, credit=2000)
+    daemon = Daemon(path).start()
+    received = []
+    try:
+        fill(database, queue, rows, sessions)
+        wait_until(lambda: pending(database) < rows * 0.8, timeout=60, what="dispatch under way")
+        received += consumer.receive(rows, timeout=0.2)
+        consumer.close()
+        services("stop-rabbitmq")
+        time.sleep(1)
+        assert pending(database) > 0
+        services("start-rabbitmq")
+        consumer = Consumer(rabbitmq, queue, credit=2000)
+        wait_until(lambda: pending(database) == 0, timeout=120, what="backlog drained after the restart")
+        received += consumer.receive(rows * 2, timeout=3)
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    consumer.close()
+    check_delivery(received, rows, max_duplicates=WINDOW + 500)
+    assert "broker connection lost" in daemon.log()
+
+
+def test_database_restart_mid_run(workdir, database, rabbitmq):
+    rows, sessions = 10000, 100
+    queue = unique("pgrestart")
+    path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
+                        dispatch={"in_flight": WINDOW}, database={"reconnect_max_ms": 1000})
+    run_cli("migrate", "-c", path)
+    consumer = Consumer(rabbitmq, queue, credit=2000)
+    fill(database, queue, rows, sessions)
+    daemon = Daemon(path).start()
+    try:
+        wait_until(lambda: pending(database) < rows * 0.8, timeout=60, what="dispatch under way")
+        services("stop-pg", "immediate")
+        time.sleep(1)
+        services("start-pg")
+        wait_until(lambda: pending(database) == 0, timeout=120, what="backlog drained after the restart")
+        received = consumer.receive(rows * 2, timeout=5)
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    consumer.close()
+    check_delivery(received, rows, max_duplicates=WINDOW + 500)
+    assert "database unavailable" in daemon.log()

@@ -1,0 +1,160 @@
+"""outboxd run against real brokers: mapping, order, scheduling, cancellation, wake-up."""
+
+import json
+import time
+
+import pytest
+
+from harness import Broker, Consumer, Daemon, enqueue, run_cli, unique, wait_until, write_config
+
+BROKERS = ["rabbitmq", "artemis"]
+
+
+@pytest.fixture(params=BROKERS)
+def broker(request):
+    return Broker(request.param)
+
+
+def start_daemon(workdir, database, broker, **sections):
+    path = write_config(f"{workdir}/outboxd.yaml", database, broker, **sections)
+    run_cli("migrate", "-c", path)
+    return Daemon(path).start()
+
+
+def test_every_column_is_mapped(workdir, database, broker):
+    queue = unique("mapping")
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker)
+    body = bytes(range(256)) + b"\x00tail"
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            enqueue(cur, queue, "order-42:reserve-inventory:1", body,
+                    session_id="order-42", correlation_id="corr-7", parent_message_id="parent-1",
+                    originating_message_id="origin-1", subject="ReserveInventory",
+                    content_type="application/octet-stream",
+                    headers=json.dumps({"tenant": "acme", "priority": 5, "ratio": 0.5, "urgent": True}),
+                    ttl="90 seconds", traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            cur.execute("SELECT created_at FROM outbox.messages WHERE message_id = %s",
+                        ("order-42:reserve-inventory:1",))
+            created_at = cur.fetchone()[0]
+        [message] = consumer.receive(1, timeout=20)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert message.id == "order-42:reserve-inventory:1"
+    assert message.group_id == "order-42"
+    assert message.correlation_id == "corr-7"
+    assert message.subject == "ReserveInventory"
+    assert message.content_type == "application/octet-stream"
+    assert message.durable is True
+    assert abs(message.ttl - 90.0) < 0.001
+    assert abs(message.creation_time - created_at.timestamp()) < 0.002
+    assert isinstance(message.body, bytes), "body must travel as a data section"
+    assert message.body == body
+    props = message.properties
+    assert props["tenant"] == "acme"
+    assert props["priority"] == 5
+    assert props["ratio"] == 0.5
+    assert props["urgent"] is True
+    assert props["parent_message_id"] == "parent-1"
+    assert props["originating_message_id"] == "origin-1"
+    assert props["traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    rows = database.query("SELECT status, dispatched_at IS NOT NULL FROM outbox.messages")
+    assert rows in ([], [("dispatched", True)])  # deleted (default retention) or kept
+
+
+def test_thousands_of_rows_keep_per_session_order(workdir, database, broker):
+    queue = unique("order")
+    sessions, per_session = 50, 60
+    consumer = Consumer(broker, queue, credit=1000)
+    daemon = start_daemon(workdir, database, broker)
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            for i in range(per_session):
+                for s in range(sessions):
+                    enqueue(cur, queue, f"s{s}:{i}", f"{i}".encode(), session_id=f"s{s}")
+        received = consumer.receive(sessions * per_session, timeout=120)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert len(received) == sessions * per_session
+    last = {}
+    for message in received:
+        seq = int(message.body)
+        assert seq == last.get(message.group_id, -1) + 1, f"{message.group_id}: {seq} after {last.get(message.group_id)}"
+        last[message.group_id] = seq
+
+
+def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, broker):
+    queue = unique("scheduled")
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker)
+    try:
+        time.sleep(0.5)  # let the daemon go idle: the scheduled row must wake it
+        with database.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT now() + interval '2 seconds'")
+            due = cur.fetchone()[0]
+            enqueue(cur, queue, "timeout-1", b"due", due_at=due)
+            enqueue(cur, queue, "timeout-cancelled", b"never", due_at=due)
+            cur.execute("SELECT outbox.cancel('timeout-cancelled')")
+            assert cur.fetchone()[0] is True
+        [message] = consumer.receive(1, timeout=10)
+        arrived = consumer.received[-1][0]
+        late = consumer.quiet_for(1.5)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert message.id == "timeout-1"
+    lateness = arrived - due.timestamp()
+    assert lateness >= -0.002, f"arrived {-lateness:.3f}s before due_at"
+    assert lateness < 0.1, f"arrived {lateness:.3f}s after due_at"
+    assert late == []
+    status = database.query("SELECT status FROM outbox.messages WHERE message_id = 'timeout-cancelled'")
+    assert status == [("cancelled",)]
+
+
+def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
+    queue = unique("wakeup")
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker, dispatch={"poll_interval_ms": 60000})
+    try:
+        consumer.quiet_for(1.0)  # idle, armed
+        latencies = []
+        for i in range(5):
+            with database.connect() as conn, conn.cursor() as cur:
+                enqueue(cur, queue, f"wake-{i}", b"x")
+            committed = time.time()
+            [message] = consumer.receive(1, timeout=5)
+            latencies.append(consumer.received[-1][0] - committed)
+            time.sleep(0.3)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert max(latencies) < 0.05, f"latencies {latencies}"
+
+
+def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, broker):
+    queue = unique("park")
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker,
+                          dispatch={"max_attempts": 3, "backoff_initial_ms": 50, "backoff_max_ms": 200})
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            enqueue(cur, queue, "bad-1", b"x", session_id="bad", headers=json.dumps({"nested": {"a": 1}}))
+            enqueue(cur, queue, "bad-2", b"x", session_id="bad")
+            for i in range(20):
+                enqueue(cur, queue, f"good-{i}", b"x", session_id=f"good{i % 4}")
+        received = consumer.receive(20, timeout=20)
+        assert sorted(m.id for m in received) == sorted(f"good-{i}" for i in range(20))
+        parked = wait_until(lambda: database.query(
+            "SELECT status, attempts, last_error FROM outbox.messages WHERE message_id = 'bad-1' AND status = 'parked'"),
+            timeout=10, what="bad-1 parked")
+        assert consumer.quiet_for(0.5) == []
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    status, attempts, last_error = parked[0]
+    assert attempts == 3
+    assert "nested" in last_error
+    assert database.query("SELECT status FROM outbox.messages WHERE message_id = 'bad-2'") == [("pending",)]
+    assert "parked row" in daemon.log()

@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""A misbehaving AMQP 1.0 broker for fault tests.
+
+Listens on 127.0.0.1, accepts any SASL (ANONYMOUS or PLAIN), grants credit on
+every link and settles each delivery as its script says: reject, release or
+modify the first deliveries of chosen message ids, force-close the connection
+after N deliveries, or accept. Every delivery and its outcome is appended to a
+JSON-lines log so a test can check exactly what happened.
+
+usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--release ID[:N]]
+                    [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from proton import Condition, Delivery
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+
+
+def parse_counts(values):
+    """["id:3", "other"] -> {"id": 3, "other": 1}"""
+    counts = {}
+    for value in values or []:
+        key, _, n = value.partition(":")
+        counts[key] = int(n or "1")
+    return counts
+
+
+class Peer(MessagingHandler):
+    def __init__(self, args):
+        super().__init__(auto_accept=False, prefetch=0)
+        self.args = args
+        self.reject = parse_counts(args.reject)
+        self.release = parse_counts(args.release)
+        self.modify = parse_counts(args.modify)
+        self.close_after = args.close_after
+        self.closes_left = args.close_times
+        self.deliveries = 0
+        self.log = open(args.log, "a", buffering=1)
+        self.acceptor = None
+
+    def on_start(self, event):
+        self.acceptor = event.container.listen(f"127.0.0.1:{self.args.port}")
+
+    def on_link_opening(self, event):
+        if event.link.is_receiver:
+            event.link.target.copy(event.link.remote_target)
+            event.link.flow(1000)
+
+    def on_message(self, event):
+        message, delivery = event.message, event.delivery
+        self.deliveries += 1
+        outcome = "accepted"
+        if self.take(self.reject, message.id):
+            delivery.local.condition = Condition("amqp:precondition-failed", "scripted reject of " + message.id)
+            outcome = "rejected"
+        elif self.args.reject_all_of_session and message.group_id == self.args.reject_all_of_session:
+            delivery.local.condition = Condition("amqp:precondition-failed", "session refused")
+            outcome = "rejected"
+        elif self.take(self.release, message.id):
+            outcome = "released"
+        elif self.take(self.modify, message.id):
+            outcome = "modified"
+        close_now = self.close_after and self.closes_left != 0 and self.deliveries % self.close_after == 0
+        if close_now:
+            outcome = "dropped"  # no outcome: the connection dies with the delivery unsettled
+        self.log.write(json.dumps({"t": time.time(), "id": message.id, "group": message.group_id,
+                                   "outcome": outcome, "body": message.body.decode("latin-1")
+                                   if isinstance(message.body, bytes) else str(message.body)}) + "\n")
+        if close_now:
+            self.closes_left -= 1
+            event.connection.close(Condition("amqp:connection:forced", "scripted close"))
+            return
+        if outcome == "accepted":
+            delivery.update(Delivery.ACCEPTED)
+        elif outcome == "rejected":
+            delivery.update(Delivery.REJECTED)
+        elif outcome == "released":
+            delivery.update(Delivery.RELEASED)
+        else:
+            delivery.update(Delivery.MODIFIED)
+        delivery.settle()
+        event.link.flow(1)
+
+    @staticmethod
+    def take(counts, key):
+        left = counts.get(key, 0)
+        if left <= 0:
+            return False
+        counts[key] = left - 1
+        return True
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--reject", action="append")
+    parser.add_argument("--release", action="append")
+    parser.add_argument("--modify", action="append")
+    parser.add_argument("--reject-all-of-session")
+    parser.add_argument("--close-after", type=int, default=0)
+    parser.add_argument("--close-times", type=int, default=-1)
+    args = parser.parse_args()
+    Container(Peer(args)).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
