@@ -1,0 +1,118 @@
+// The broker's ceiling: a plain Proton publisher sending N messages with a fixed in-flight window.
+//
+// usage: raw_publisher URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [rabbitmq|artemis]
+// Prints one line: `raw_publisher sent=N seconds=S rate=R` once every message was accepted.
+#include <proton/connection.hpp>
+#include <proton/connection_options.hpp>
+#include <proton/container.hpp>
+#include <proton/delivery.hpp>
+#include <proton/message.hpp>
+#include <proton/message_id.hpp>
+#include <proton/messaging_handler.hpp>
+#include <proton/sender.hpp>
+#include <proton/sender_options.hpp>
+#include <proton/target_options.hpp>
+#include <proton/tracker.hpp>
+#include <proton/transport.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+class RawPublisher final : public proton::messaging_handler {
+ public:
+  RawPublisher(std::string url, std::string address, long count, long window, std::size_t body_bytes,
+               std::string user, std::string password, std::string profile)
+      : url_(std::move(url)), address_(std::move(address)), count_(count), window_(window),
+        body_(body_bytes, 'x'), user_(std::move(user)), password_(std::move(password)), profile_(std::move(profile)) {}
+
+  void on_container_start(proton::container& container) override {
+    proton::connection_options options;
+    options.sasl_enabled(true);
+    if (user_.empty()) {
+      options.sasl_allowed_mechs("ANONYMOUS");
+    } else {
+      options.user(user_).password(password_).sasl_allowed_mechs("PLAIN").sasl_allow_insecure_mechs(true);
+    }
+    container.connect(url_, options);
+  }
+
+  void on_connection_open(proton::connection& connection) override {
+    proton::target_options target;
+    target.address(address_);
+    if (profile_ == "rabbitmq") target.durability_mode(proton::terminus::UNSETTLED_STATE);
+    if (profile_ == "artemis") target.capabilities({proton::symbol("queue")});
+    sender_ = connection.open_sender(address_, proton::sender_options().target(target));
+    start_ = std::chrono::steady_clock::now();
+  }
+
+  void on_sendable(proton::sender&) override { send_more(); }
+
+  void on_tracker_accept(proton::tracker& tracker) override {
+    ++accepted_;
+    if (accepted_ == count_) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      std::printf("raw_publisher sent=%ld seconds=%.3f rate=%.0f\n", count_, seconds,
+                  static_cast<double>(count_) / seconds);
+      tracker.connection().close();
+      return;
+    }
+    send_more();
+  }
+
+  void on_tracker_reject(proton::tracker&) override { fail("rejected"); }
+  void on_tracker_release(proton::tracker&) override { fail("released"); }
+  void on_transport_error(proton::transport& t) override { fail(t.error().what()); }
+  void on_connection_error(proton::connection& c) override { fail(c.error().what()); }
+  void on_sender_error(proton::sender& s) override { fail(s.error().what()); }
+  void on_error(const proton::error_condition& e) override { fail(e.what()); }
+
+  bool failed() const { return failed_; }
+
+ private:
+  void send_more() {
+    while (sent_ < count_ && sent_ - accepted_ < window_ && sender_.credit() > 0) {
+      proton::message message;
+      message.id(proton::message_id(std::to_string(sent_)));
+      message.durable(true);
+      message.body(proton::binary(body_.begin(), body_.end()));
+      sender_.send(message, proton::binary(std::to_string(sent_)));
+      ++sent_;
+    }
+  }
+
+  void fail(const std::string& why) {
+    std::fprintf(stderr, "raw_publisher: %s\n", why.c_str());
+    failed_ = true;
+    sender_.connection().close();
+  }
+
+  std::string url_, address_;
+  long count_, window_;
+  std::string body_, user_, password_, profile_;
+  proton::sender sender_;
+  long sent_ = 0, accepted_ = 0;
+  bool failed_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [PROFILE]\n", argv[0]);
+    return 2;
+  }
+  RawPublisher publisher(argv[1], argv[2], std::stol(argv[3]), std::stol(argv[4]),
+                         static_cast<std::size_t>(std::stoul(argv[5])), argc > 7 ? argv[6] : "",
+                         argc > 7 ? argv[7] : "", argc > 8 ? argv[8] : "generic");
+  try {
+    proton::container(publisher).run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "raw_publisher: %s\n", e.what());
+    return 1;
+  }
+  return publisher.failed() ? 1 : 0;
+}
