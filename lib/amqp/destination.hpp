@@ -1,0 +1,36 @@
+// Maps a row's logical destination to the link target a broker profile expects (SPEC §6).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace outboxd::amqp {
+
+// What a sender link attaches to.
+struct Target {
+  std::string address;
+  bool durable_target = false;             // terminus durability "configuration"
+  std::vector<std::string> capabilities;   // target capabilities (symbols)
+
+  friend bool operator==(const Target&, const Target&) = default;
+};
+
+// True for a destination that already is a broker address: it starts with
+// '/' (RabbitMQ's /queue/..., /exchange/...) or carries a scheme ("queue://x").
+bool is_full_address(std::string_view destination);
+
+// rabbitmq:  orders -> /queue/orders, durable target (RabbitMQ 3.10 then
+//            declares a missing queue durable; a missing /amq/queue/NAME would
+//            accept messages and drop them silently)
+// artemis:   orders -> orders with the "queue" capability (anycast)
+// activemq:  orders -> queue://orders (ActiveMQ 5's AMQP destination prefix)
+// generic, azure-servicebus: orders -> orders
+// A full address is used as it is; it keeps the profile's durability (so an
+// explicit /queue/NAME on RabbitMQ is still declared durable) but gets no
+// capabilities, since whoever wrote the address chose the routing.
+Target target_for(std::string_view destination, config::BrokerProfile profile);
+
+}  // namespace outboxd::amqp

@@ -1,0 +1,39 @@
+// Maps an outbox row to the AMQP 1.0 message that carries it (SPEC §5 mapping table).
+#pragma once
+
+#include <proton/message.hpp>
+
+#include "config/config.hpp"
+#include "core/outbox_message.hpp"
+#include "core/result.hpp"
+
+namespace outboxd::amqp {
+
+// Application properties that the mapping fills from columns. A column that
+// is set wins over a `headers` entry of the same name; when the column is
+// NULL, a header of that name passes through unchanged.
+inline constexpr const char* kParentMessageIdProperty = "parent_message_id";
+inline constexpr const char* kOriginatingMessageIdProperty = "originating_message_id";
+inline constexpr const char* kTraceparentProperty = "traceparent";
+
+// Artemis duplicate detection: with this property set to the message-id,
+// Artemis drops a re-publish of a row whose first outcome was lost (it wins
+// over a header of the same name). Other profiles do not get it: RabbitMQ and
+// ActiveMQ 5 ignore it, Azure Service Bus detects duplicates by message-id.
+inline constexpr const char* kArtemisDuplicateIdProperty = "_AMQ_DUPL_ID";
+
+// The largest header.ttl AMQP can carry (a uint of milliseconds).
+inline constexpr std::int64_t kMaxTtlMs = 0xFFFFFFFFLL;
+
+// properties: message-id (string) = message_id, group-id = session_id,
+// correlation-id (string), subject, content-type, creation-time = created_at;
+// header: durable = true, ttl = ttl; body: exactly one data section with the
+// row's bytes (never an amqp-value, also for an empty body);
+// application-properties: the `headers` JSON object (string -> string,
+// integer -> long, other number -> double, boolean -> boolean) plus the
+// columns above.
+// Errors (kind rejected): headers that are not a JSON object or hold null,
+// arrays or objects; a ttl that is not positive or exceeds kMaxTtlMs.
+core::Result<proton::message> to_amqp(const core::OutboxMessage& row, config::BrokerProfile profile);
+
+}  // namespace outboxd::amqp

@@ -1,0 +1,247 @@
+// Outbox row -> AMQP message, checked by encoding and decoding every field.
+#include <catch2/catch.hpp>
+
+#include <proton/binary.hpp>
+#include <proton/message_id.hpp>
+#include <proton/scalar.hpp>
+#include <proton/timestamp.hpp>
+#include <proton/types_fwd.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "amqp/message_mapping.hpp"
+
+using outboxd::amqp::to_amqp;
+using outboxd::config::BrokerProfile;
+using outboxd::core::ErrorKind;
+using outboxd::core::OutboxMessage;
+
+namespace {
+
+OutboxMessage full_row() {
+  OutboxMessage row;
+  row.id = 42;
+  row.message_id = "order-17-created";
+  row.destination = "orders";
+  row.session_id = "order-17";
+  row.correlation_id = "corr-9";
+  row.parent_message_id = "cmd-3";
+  row.originating_message_id = "req-1";
+  row.subject = "OrderCreated";
+  row.content_type = "application/json";
+  row.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  row.headers_json = R"({"tenant":"acme","priority":7,"weight":2.5,"vip":true})";
+  row.body = R"({"id":17})";
+  row.ttl = std::chrono::milliseconds(60000);
+  row.created_at = std::chrono::system_clock::time_point(std::chrono::milliseconds(1700000000123));
+  return row;
+}
+
+std::vector<char> encode(const proton::message& msg) {
+  std::vector<char> bytes;
+  msg.encode(bytes);
+  return bytes;
+}
+
+proton::message round_trip(const proton::message& msg) {
+  proton::message decoded;
+  decoded.decode(encode(msg));
+  return decoded;
+}
+
+std::size_t count(const std::vector<char>& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto it = haystack.begin();; ++it) {
+    it = std::search(it, haystack.end(), needle.begin(), needle.end());
+    if (it == haystack.end()) return n;
+    ++n;
+  }
+}
+
+// The body section exactly as AMQP encodes `data`: descriptor 0x75, then vbin8
+// or vbin32. It is the message's last section (no footer is written).
+std::string data_section(const std::string& body) {
+  std::string out("\x00\x53\x75", 3);
+  if (body.size() < 256) {
+    out += '\xa0';
+    out += static_cast<char>(body.size());
+  } else {
+    out += '\xb0';
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((body.size() >> shift) & 0xff);
+  }
+  return out + body;
+}
+
+void check_single_data_section(const proton::message& msg, const std::string& body) {
+  const auto bytes = encode(msg);
+  const auto tail = data_section(body);
+  REQUIRE(bytes.size() >= tail.size());
+  CHECK(std::string(bytes.end() - static_cast<std::ptrdiff_t>(tail.size()), bytes.end()) == tail);
+  CHECK(count(bytes, std::string("\x00\x53\x75", 3)) == 1);  // one data section
+  CHECK(count(bytes, std::string("\x00\x53\x77", 3)) == 0);  // no amqp-value
+  const auto decoded = round_trip(msg);
+  CHECK(decoded.inferred());
+  REQUIRE(decoded.body().type() == proton::BINARY);
+  const auto got = proton::get<proton::binary>(decoded.body());
+  CHECK(std::string(got.begin(), got.end()) == body);
+}
+
+proton::message mapped(const OutboxMessage& row, BrokerProfile profile = BrokerProfile::generic) {
+  auto result = to_amqp(row, profile);
+  REQUIRE(result.ok());
+  return result.value();
+}
+
+}  // namespace
+
+TEST_CASE("every column reaches its AMQP field", "[amqp]") {
+  const auto msg = round_trip(mapped(full_row()));
+
+  CHECK(msg.id().type() == proton::STRING);
+  CHECK(proton::get<std::string>(msg.id()) == "order-17-created");
+  CHECK(msg.group_id() == "order-17");
+  CHECK(msg.correlation_id().type() == proton::STRING);
+  CHECK(proton::get<std::string>(msg.correlation_id()) == "corr-9");
+  CHECK(msg.subject() == "OrderCreated");
+  CHECK(msg.content_type() == "application/json");
+  CHECK(msg.creation_time() == proton::timestamp(1700000000123));
+  CHECK(msg.ttl() == proton::duration(60000));
+  CHECK(msg.durable());
+  CHECK(msg.to().empty());  // the link target carries the address
+
+  const auto& props = msg.properties();
+  CHECK(props.size() == 7);
+  CHECK(proton::get<std::string>(props.get("tenant")) == "acme");
+  CHECK(props.get("priority").type() == proton::LONG);
+  CHECK(proton::get<std::int64_t>(props.get("priority")) == 7);
+  CHECK(props.get("weight").type() == proton::DOUBLE);
+  CHECK(proton::get<double>(props.get("weight")) == 2.5);
+  CHECK(props.get("vip").type() == proton::BOOLEAN);
+  CHECK(proton::get<bool>(props.get("vip")));
+  CHECK(proton::get<std::string>(props.get("parent_message_id")) == "cmd-3");
+  CHECK(proton::get<std::string>(props.get("originating_message_id")) == "req-1");
+  CHECK(proton::get<std::string>(props.get("traceparent")) ==
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  CHECK_FALSE(props.exists("_AMQ_DUPL_ID"));
+
+  check_single_data_section(mapped(full_row()), full_row().body);
+}
+
+TEST_CASE("optional columns left NULL stay absent", "[amqp]") {
+  OutboxMessage row;
+  row.message_id = "m1";
+  row.destination = "orders";
+  row.body = "x";
+  const auto msg = round_trip(mapped(row));
+  CHECK(proton::get<std::string>(msg.id()) == "m1");
+  CHECK(msg.group_id().empty());
+  CHECK(msg.correlation_id().empty());
+  CHECK(msg.subject().empty());
+  CHECK(msg.content_type().empty());
+  CHECK(msg.ttl() == proton::duration(0));
+  CHECK(msg.durable());
+  CHECK(msg.properties().empty());
+}
+
+TEST_CASE("the body goes out byte for byte as one data section", "[amqp]") {
+  OutboxMessage row = full_row();
+
+  SECTION("bytes that are not UTF-8, including NUL") {
+    row.body = std::string("\xff\xfe\x00\x01\x80\xc3\x28 tail", 11);
+    check_single_data_section(mapped(row), row.body);
+  }
+  SECTION("an empty body is an empty data section, not a missing body") {
+    row.body.clear();
+    check_single_data_section(mapped(row), row.body);
+  }
+  SECTION("a body longer than 255 bytes uses vbin32") {
+    row.body = std::string(70000, '\x7f');
+    check_single_data_section(mapped(row), row.body);
+  }
+}
+
+TEST_CASE("headers type rules", "[amqp]") {
+  OutboxMessage row = full_row();
+  row.parent_message_id.reset();
+  row.originating_message_id.reset();
+  row.traceparent.reset();
+
+  SECTION("integers are long, non-integers double, also at the edges") {
+    row.headers_json = R"({"a":-9223372036854775808,"b":9223372036854775807,"c":1.0,"d":1e300,"e":-0.5})";
+    const auto props = round_trip(mapped(row)).properties();
+    CHECK(proton::get<std::int64_t>(props.get("a")) == INT64_MIN);
+    CHECK(proton::get<std::int64_t>(props.get("b")) == INT64_MAX);
+    CHECK(props.get("c").type() == proton::DOUBLE);
+    CHECK(proton::get<double>(props.get("d")) == 1e300);
+    CHECK(proton::get<double>(props.get("e")) == -0.5);
+  }
+  SECTION("empty object, empty text and unicode keys") {
+    row.headers_json = "{}";
+    CHECK(round_trip(mapped(row)).properties().empty());
+    row.headers_json = "";
+    CHECK(round_trip(mapped(row)).properties().empty());
+    row.headers_json = R"({"région":"é","":"empty key"})";
+    const auto props = round_trip(mapped(row)).properties();
+    CHECK(proton::get<std::string>(props.get("région")) == "é");
+    CHECK(proton::get<std::string>(props.get("")) == "empty key");
+  }
+}
+
+TEST_CASE("headers that cannot be application properties are rejected", "[amqp]") {
+  OutboxMessage row = full_row();
+  auto reason = [&](const std::string& json) {
+    row.headers_json = json;
+    auto result = to_amqp(row, BrokerProfile::generic);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::rejected);
+    return result.error().message;
+  };
+
+  CHECK(reason(R"({"a":1,"tags":["x"]})").starts_with("headers.tags: nested values are not supported"));
+  CHECK(reason(R"({"inner":{"x":1}})").starts_with("headers.inner: nested values are not supported"));
+  CHECK(reason(R"({"gone":null})").starts_with("headers.gone: null values are not supported"));
+  CHECK(reason(R"({"big":18446744073709551615})") ==
+        "headers.big: integer 18446744073709551615 does not fit a signed 64-bit long");
+  CHECK(reason(R"(["a"])").starts_with("headers: expected a JSON object, got array"));
+  CHECK(reason(R"("text")").starts_with("headers: expected a JSON object, got string"));
+  CHECK(reason("{not json").starts_with("headers: expected a JSON object, got invalid JSON"));
+}
+
+TEST_CASE("a set column wins over a header of the same name; a NULL column lets it through", "[amqp]") {
+  OutboxMessage row = full_row();
+  row.headers_json = R"({"traceparent":"from-header","parent_message_id":"from-header"})";
+  row.parent_message_id.reset();
+  const auto props = round_trip(mapped(row)).properties();
+  CHECK(proton::get<std::string>(props.get("traceparent")) == row.traceparent.value());
+  CHECK(proton::get<std::string>(props.get("parent_message_id")) == "from-header");
+}
+
+TEST_CASE("ttl limits", "[amqp]") {
+  OutboxMessage row = full_row();
+  auto error_for = [&](std::int64_t ms) {
+    row.ttl = std::chrono::milliseconds(ms);
+    auto result = to_amqp(row, BrokerProfile::generic);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().kind == ErrorKind::rejected);
+    return result.error().message;
+  };
+  CHECK(error_for(0) == "ttl: 0 ms is not positive");
+  CHECK(error_for(-5) == "ttl: -5 ms is not positive");
+  CHECK(error_for(4294967296) == "ttl: 4294967296 ms exceeds the AMQP maximum of 4294967295 ms");
+  row.ttl = std::chrono::milliseconds(4294967295);
+  CHECK(round_trip(mapped(row)).ttl() == proton::duration(4294967295));
+}
+
+TEST_CASE("profile extras: Artemis gets _AMQ_DUPL_ID = message-id, others do not", "[amqp]") {
+  OutboxMessage row = full_row();
+  row.headers_json = R"({"_AMQ_DUPL_ID":"from-header"})";
+  const auto artemis = round_trip(mapped(row, BrokerProfile::artemis)).properties();
+  CHECK(proton::get<std::string>(artemis.get("_AMQ_DUPL_ID")) == "order-17-created");
+  for (auto profile : {BrokerProfile::generic, BrokerProfile::rabbitmq, BrokerProfile::activemq,
+                       BrokerProfile::azure_servicebus}) {
+    const auto props = round_trip(mapped(row, profile)).properties();
+    CHECK(proton::get<std::string>(props.get("_AMQ_DUPL_ID")) == "from-header");
+  }
+}
