@@ -104,6 +104,9 @@ struct Config {
   HttpConfig http;
 };
 
+// The names used in the YAML file ("azure-servicebus", "delete", "json").
 const char* to_string(BrokerProfile profile);
+const char* to_string(RetentionMode mode);
+const char* to_string(LogFormat format);
 
 }  // namespace outboxd::config

@@ -1,0 +1,116 @@
+// Reading the database and broker sections: URLs, credentials, TLS files, connection timings.
+#include <algorithm>
+
+#include "config/scalar.hpp"
+#include "config/secrets.hpp"
+#include "config/sections.hpp"
+#include "config/url.hpp"
+
+namespace outboxd::config {
+namespace {
+
+constexpr IntRange kConnectTimeoutMs{100, 600'000};
+constexpr IntRange kStatementTimeoutMs{0, 86'400'000};  // 0: no limit, as in PostgreSQL
+constexpr IntRange kReconnectMinMs{1, 600'000};
+constexpr IntRange kReconnectMaxMs{1, 3'600'000};
+constexpr IntRange kIdleTimeoutMs{0, 3'600'000};        // 0: no heartbeats
+constexpr IntRange kLinkIdleCloseMs{0, 86'400'000};     // 0: keep links open
+constexpr IntRange kOutcomeTimeoutMs{100, 3'600'000};
+constexpr std::size_t kMaxIdBytes = 256;
+
+std::string upper(std::string text) {
+  for (char& c : text) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return text;
+}
+
+void read_sasl_mechanisms(MapReader& broker, std::vector<std::string>& out) {
+  const auto items = broker.list("sasl_mechanisms");
+  if (!items) return;
+  std::vector<std::string> mechanisms;
+  for (const auto& item : *items) {
+    const std::string name = upper(item.text);
+    if (std::find(std::begin(kSaslMechanisms), std::end(kSaslMechanisms), name) == std::end(kSaslMechanisms)) {
+      broker.report_at(item.at, item.path,
+                       "must be one of: " + join_names(kSaslMechanisms) + " (got " + quote_value(item.text) + ")");
+      continue;
+    }
+    if (std::find(mechanisms.begin(), mechanisms.end(), name) != mechanisms.end()) {
+      broker.report_at(item.at, item.path, quote_value(name) + " is listed twice");
+      continue;
+    }
+    mechanisms.push_back(name);
+  }
+  out = std::move(mechanisms);
+}
+
+void read_tls(MapReader& broker, TlsConfig& out) {
+  MapReader tls = broker.section("tls");
+  tls.file_path("ca_file", out.ca_file);
+  tls.file_path("cert_file", out.cert_file);
+  tls.file_path("key_file", out.key_file);
+  tls.boolean("verify_host", out.verify_host);
+}
+
+}  // namespace
+
+void read_password(MapReader& section, std::string& out) {
+  std::string password;
+  std::string file;
+  const bool has_password = section.secret("password", password);
+  const bool has_file = section.file_path("password_file", file);
+  if (has_password && has_file) {
+    section.report("password_file", "give either password or password_file, not both");
+    return;
+  }
+  if (has_password) out = std::move(password);
+  if (!has_file) return;
+  auto content = read_secret_file(file);
+  if (!content) {
+    section.report("password_file", content.error().message);
+    return;
+  }
+  out = std::move(content).value();
+}
+
+void read_database(MapReader& root, DatabaseConfig& out) {
+  MapReader database = root.section("database");
+  if (database.required_text("url", out.url)) {
+    const auto target = parse_pg_url(out.url);
+    if (!target) database.report("url", target.error().message);
+  }
+  read_password(database, out.password);
+  database.millis("connect_timeout_ms", out.connect_timeout, kConnectTimeoutMs);
+  database.millis("statement_timeout_ms", out.statement_timeout, kStatementTimeoutMs);
+  database.millis("reconnect_min_ms", out.reconnect_min, kReconnectMinMs);
+  database.millis("reconnect_max_ms", out.reconnect_max, kReconnectMaxMs);
+}
+
+void read_broker(MapReader& root, BrokerConfig& out) {
+  MapReader broker = root.section("broker");
+  if (broker.required_text("url", out.url)) {
+    const auto endpoint = parse_amqp_url(out.url);
+    if (endpoint) out.tls.enabled = endpoint.value().tls;
+    else broker.report("url", endpoint.error().message);
+  }
+  broker.choice<BrokerProfile>("profile", out.profile, kBrokerProfiles);
+  if (broker.nonempty_text("username", out.username) && has_control_characters(out.username)) {
+    broker.report("username", "must not contain control characters");
+  }
+  read_password(broker, out.password);
+  read_sasl_mechanisms(broker, out.sasl_mechanisms);
+  broker.boolean("allow_insecure_plain", out.allow_insecure_plain);
+  read_tls(broker, out.tls);
+  if (broker.nonempty_text("container_id", out.container_id) &&
+      (out.container_id.size() > kMaxIdBytes || has_control_characters(out.container_id))) {
+    broker.report("container_id", "must be at most 256 bytes without control characters");
+  }
+  broker.millis("idle_timeout_ms", out.idle_timeout, kIdleTimeoutMs);
+  broker.millis("link_idle_close_ms", out.link_idle_close, kLinkIdleCloseMs);
+  broker.millis("reconnect_min_ms", out.reconnect_min, kReconnectMinMs);
+  broker.millis("reconnect_max_ms", out.reconnect_max, kReconnectMaxMs);
+  broker.millis("outcome_timeout_ms", out.outcome_timeout, kOutcomeTimeoutMs);
+}
+
+}  // namespace outboxd::config

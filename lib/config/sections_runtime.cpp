@@ -1,0 +1,137 @@
+// Reading the outbox, dispatch, retention, leases, log and http sections.
+#include <charconv>
+
+#include "config/scalar.hpp"
+#include "config/sections.hpp"
+
+namespace outboxd::config {
+namespace {
+
+constexpr IntRange kPartitions{1, 4096};
+constexpr IntRange kBatchSize{1, 10'000};
+constexpr IntRange kInFlight{1, 100'000};
+constexpr IntRange kPerSessionInFlight{1, 100'000};
+constexpr IntRange kAtLeastOne{1, INT32_MAX};
+constexpr IntRange kBackoffMs{1, 86'400'000};
+constexpr IntRange kReleaseRetryMs{0, 3'600'000};
+constexpr IntRange kPollIntervalMs{10, 3'600'000};
+constexpr IntRange kShutdownTimeoutMs{0, 3'600'000};
+constexpr IntRange kStatsIntervalMs{0, 86'400'000};   // 0: no stats lines
+constexpr IntRange kKeepForS{0, 315'360'000};         // up to ten years
+constexpr IntRange kPurgeBatch{1, 100'000};
+constexpr IntRange kPurgeIntervalMs{100, 86'400'000};
+constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
+constexpr IntRange kRenewIntervalMs{100, 3'600'000};
+constexpr IntRange kSafetyMarginMs{0, 3'600'000};
+constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
+constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
+
+// Lower-case only, so that the name means the same quoted or unquoted in SQL.
+std::optional<std::string> identifier_problem(const std::string& name) {
+  const auto fits = [](char c, bool first) {
+    return (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
+  };
+  bool valid = !name.empty() && name.size() <= kMaxIdentifierBytes;
+  for (std::size_t i = 0; valid && i < name.size(); ++i) valid = fits(name[i], i == 0);
+  if (!valid) {
+    return "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got " + quote_value(name);
+  }
+  if (name.rfind("pg_", 0) == 0) return "must not start with \"pg_\" (reserved by PostgreSQL)";
+  return std::nullopt;
+}
+
+void read_schema_name(MapReader& outbox, std::string_view key, std::string& out) {
+  std::string name;
+  if (!outbox.text(key, name)) return;
+  if (const auto problem = identifier_problem(name)) {
+    outbox.report(key, *problem);
+    return;
+  }
+  out = std::move(name);
+}
+
+bool is_listen_address(std::string_view listen) {
+  std::string_view host;
+  std::string_view port;
+  if (!listen.empty() && listen.front() == '[') {
+    const auto close = listen.find("]:");
+    if (close == std::string_view::npos) return false;
+    host = listen.substr(1, close - 1);
+    port = listen.substr(close + 2);
+  } else {
+    const auto colon = listen.find(':');
+    if (colon == std::string_view::npos || listen.find(':', colon + 1) != std::string_view::npos) return false;
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+  }
+  int number = 0;
+  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
+  const bool port_ok = error == std::errc() && end == port.data() + port.size() && number >= 1 && number <= 65535;
+  return !host.empty() && port_ok && !has_control_characters(host) && host.find(' ') == std::string_view::npos;
+}
+
+}  // namespace
+
+void read_outbox(MapReader& root, OutboxConfig& out) {
+  MapReader outbox = root.section("outbox");
+  read_schema_name(outbox, "schema", out.schema);
+  read_schema_name(outbox, "workflow_schema", out.workflow_schema);
+  outbox.integer("partitions", out.partitions, kPartitions);
+}
+
+void read_dispatch(MapReader& root, DispatchConfig& out) {
+  MapReader dispatch = root.section("dispatch");
+  dispatch.integer("batch_size", out.batch_size, kBatchSize);
+  dispatch.integer("in_flight", out.in_flight, kInFlight);
+  dispatch.integer("per_session_in_flight", out.per_session_in_flight, kPerSessionInFlight);
+  dispatch.integer("max_attempts", out.max_attempts, kAtLeastOne);
+  dispatch.millis("backoff_initial_ms", out.backoff_initial, kBackoffMs);
+  dispatch.millis("backoff_max_ms", out.backoff_max, kBackoffMs);
+  dispatch.number("backoff_multiplier", out.backoff_multiplier, 1.0, 100.0);
+  dispatch.number("backoff_jitter", out.backoff_jitter, 0.0, 1.0);
+  dispatch.millis("release_retry_ms", out.release_retry, kReleaseRetryMs);
+  dispatch.integer("releases_per_attempt", out.releases_per_attempt, kAtLeastOne);
+  dispatch.millis("poll_interval_ms", out.poll_interval, kPollIntervalMs);
+  dispatch.millis("shutdown_timeout_ms", out.shutdown_timeout, kShutdownTimeoutMs);
+  dispatch.millis("stats_interval_ms", out.stats_interval, kStatsIntervalMs);
+}
+
+void read_retention(MapReader& root, RetentionConfig& out) {
+  MapReader retention = root.section("retention");
+  retention.choice<RetentionMode>("mode", out.mode, kRetentionModes);
+  retention.seconds("keep_for_s", out.keep_for, kKeepForS);
+  retention.integer("purge_batch", out.purge_batch, kPurgeBatch);
+  retention.millis("purge_interval_ms", out.purge_interval, kPurgeIntervalMs);
+}
+
+void read_leases(MapReader& root, LeaseConfig& out) {
+  MapReader leases = root.section("leases");
+  if (leases.nonempty_text("instance_id", out.instance_id) &&
+      (out.instance_id.size() > kMaxInstanceIdBytes || has_control_characters(out.instance_id))) {
+    leases.report("instance_id", "must be at most 128 bytes without control characters");
+    out.instance_id.clear();
+  }
+  leases.millis("lease_ttl_ms", out.lease_ttl, kLeaseTtlMs);
+  leases.millis("renew_interval_ms", out.renew_interval, kRenewIntervalMs);
+  leases.millis("safety_margin_ms", out.safety_margin, kSafetyMarginMs);
+}
+
+void read_log(MapReader& root, LogConfig& out) {
+  MapReader log = root.section("log");
+  log.word("level", out.level, kLogLevels);
+  log.choice<LogFormat>("format", out.format, kLogFormats);
+}
+
+void read_http(MapReader& root, HttpConfig& out) {
+  MapReader http = root.section("http");
+  std::string listen;
+  if (!http.text("listen", listen)) return;
+  if (!listen.empty() && !is_listen_address(listen)) {
+    http.report("listen", "expected \"host:port\" such as 127.0.0.1:9187, or empty to turn HTTP off (got " +
+                              quote_value(listen) + ")");
+    return;
+  }
+  out.listen = std::move(listen);
+}
+
+}  // namespace outboxd::config

@@ -1,0 +1,47 @@
+// The one-line, secret-free description of a loaded config that `outboxd check-config` prints.
+#include <algorithm>
+
+#include "config/loader.hpp"
+#include "config/names.hpp"
+#include "config/url.hpp"
+
+namespace outboxd::config {
+namespace {
+
+std::string describe_database(const std::string& url) {
+  const auto parsed = parse_pg_url(url);
+  if (!parsed) return redact(url);
+  const PgTarget& target = parsed.value();
+  // "[local]" is how PostgreSQL itself names a Unix-socket connection.
+  std::string out = target.host.empty() ? "[local]" : target.host;
+  if (!target.port.empty()) out += ":" + target.port;
+  else if (out.find(',') == std::string::npos) out += ":5432";
+  if (!target.dbname.empty()) out += "/" + target.dbname;
+  return out;
+}
+
+std::string describe_sasl(const BrokerConfig& broker) {
+  if (broker.sasl_mechanisms.empty()) return "no SASL mechanism";
+  std::string out;
+  for (const auto& mechanism : broker.sasl_mechanisms) {
+    if (!out.empty()) out += ' ';
+    out += mechanism;
+  }
+  const bool plain = std::find(broker.sasl_mechanisms.begin(), broker.sasl_mechanisms.end(), kSaslPlain) !=
+                     broker.sasl_mechanisms.end();
+  if (plain && !broker.username.empty()) out += " as " + broker.username;
+  return out;
+}
+
+}  // namespace
+
+std::string summary(const Config& config) {
+  std::string out = "ok: database " + describe_database(config.database.url);
+  out += ", broker " + redact(config.broker.url);
+  out += " (" + std::string(to_string(config.broker.profile)) + ", " + describe_sasl(config.broker) + ")";
+  out += ", schema " + config.outbox.schema;
+  out += ", " + std::to_string(config.outbox.partitions) + (config.outbox.partitions == 1 ? " partition" : " partitions");
+  return out;
+}
+
+}  // namespace outboxd::config
