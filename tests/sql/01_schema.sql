@@ -1,0 +1,117 @@
+-- Shape of the installed schemas: tables, columns, indexes, triggers, comments, function settings.
+BEGIN;
+SET search_path = public;
+SELECT plan(30);
+
+SELECT has_schema('outbox');
+SELECT has_schema('workflow');
+SELECT tables_are('outbox', ARRAY['messages', 'settings', 'leases', 'instances'],
+  'outbox has exactly its four tables (schema_migrations belongs to the migrator)');
+SELECT tables_are('workflow', ARRAY['instances', 'processed_messages', 'compensations']);
+
+SELECT results_eq(
+  $$SELECT a.attname::text COLLATE "default", format_type(a.atttypid, a.atttypmod),
+           CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END,
+           coalesce(pg_get_expr(d.adbin, d.adrelid), '') COLLATE "default",
+           CASE WHEN a.attidentity <> '' THEN 'YES' ELSE 'NO' END
+      FROM pg_attribute a
+      LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+     WHERE a.attrelid = 'outbox.messages'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum$$,
+  $$VALUES ('id', 'bigint', 'NO', '', 'YES'),
+           ('message_id', 'text', 'NO', '', 'NO'),
+           ('destination', 'text', 'NO', '', 'NO'),
+           ('session_id', 'text', 'YES', '', 'NO'),
+           ('correlation_id', 'text', 'YES', '', 'NO'),
+           ('parent_message_id', 'text', 'YES', '', 'NO'),
+           ('originating_message_id', 'text', 'YES', '', 'NO'),
+           ('subject', 'text', 'YES', '', 'NO'),
+           ('content_type', 'text', 'YES', '', 'NO'),
+           ('headers', 'jsonb', 'NO', '''{}''::jsonb', 'NO'),
+           ('body', 'bytea', 'NO', '''\x''::bytea', 'NO'),
+           ('ttl', 'interval', 'YES', '', 'NO'),
+           ('traceparent', 'text', 'YES', '', 'NO'),
+           ('created_at', 'timestamp with time zone', 'NO', 'now()', 'NO'),
+           ('due_at', 'timestamp with time zone', 'NO', 'now()', 'NO'),
+           ('status', 'text', 'NO', '''pending''::text', 'NO'),
+           ('attempts', 'integer', 'NO', '0', 'NO'),
+           ('next_attempt_at', 'timestamp with time zone', 'YES', '', 'NO'),
+           ('last_error', 'text', 'YES', '', 'NO'),
+           ('dispatched_at', 'timestamp with time zone', 'YES', '', 'NO'),
+           ('cancelled_at', 'timestamp with time zone', 'YES', '', 'NO'),
+           ('partition', 'integer', 'NO', '0', 'NO')$$,
+  'outbox.messages has the columns of the SQL contract');
+SELECT is((SELECT attidentity::text FROM pg_attribute
+            WHERE attrelid = 'outbox.messages'::regclass AND attname = 'id'), 'a',
+  'messages.id is GENERATED ALWAYS AS IDENTITY');
+SELECT col_is_pk('outbox', 'messages', 'id', 'messages.id is the primary key');
+SELECT col_is_unique('outbox', 'messages', ARRAY['message_id']::name[], 'messages.message_id is unique');
+
+SELECT is(pg_get_indexdef('outbox.messages_ready_idx'::regclass),
+  'CREATE INDEX messages_ready_idx ON outbox.messages USING btree (id) WHERE ((status = ''pending''::text) AND (due_at <= created_at))');
+SELECT is(pg_get_indexdef('outbox.messages_scheduled_idx'::regclass),
+  'CREATE INDEX messages_scheduled_idx ON outbox.messages USING btree (due_at, id) WHERE ((status = ''pending''::text) AND (due_at > created_at))');
+SELECT is(pg_get_indexdef('outbox.messages_blocked_idx'::regclass),
+  'CREATE INDEX messages_blocked_idx ON outbox.messages USING btree (session_id, id) WHERE ((status = ''parked''::text) OR ((status = ''pending''::text) AND (next_attempt_at IS NOT NULL)))');
+SELECT is(pg_get_indexdef('outbox.messages_finished_idx'::regclass),
+  'CREATE INDEX messages_finished_idx ON outbox.messages USING btree (COALESCE(dispatched_at, cancelled_at)) WHERE (status = ANY (ARRAY[''dispatched''::text, ''cancelled''::text]))');
+
+SELECT columns_are('outbox', 'leases', ARRAY['partition', 'owner', 'epoch', 'acquired_at', 'renewed_at', 'expires_at']);
+SELECT col_is_pk('outbox', 'leases', 'partition', 'leases.partition is the primary key');
+SELECT columns_are('outbox', 'instances', ARRAY['instance_id', 'started_at', 'heartbeat_at', 'idle']);
+SELECT columns_are('workflow', 'instances', ARRAY['id', 'kind', 'status', 'version', 'correlation_id',
+  'originating_message_id', 'timeout_message_id', 'timeout_due_at', 'data', 'created_at', 'updated_at']);
+SELECT columns_are('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id', 'processed_at']);
+SELECT col_is_pk('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id']::name[],
+  'processed_messages is keyed by (workflow_id, message_id)');
+SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'message_id', 'status',
+  'attempts', 'last_error', 'created_at', 'updated_at']);
+SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], 'compensation message ids are unique');
+
+SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_insert', 'messages_wakeup_requeue']);
+
+SELECT is((SELECT partition_count FROM outbox.settings), 64, 'default partition count is 64');
+SELECT results_eq('SELECT partition, owner, epoch FROM outbox.leases ORDER BY partition',
+  $$SELECT p, NULL::text, 0::bigint FROM generate_series(0, 63) p$$,
+  'one free lease row per partition');
+SELECT matches((SELECT prosrc FROM pg_proc WHERE oid = 'outbox.messages_set_partition()'::regprocedure),
+  '& 2147483647\) % 64;', 'the partition count is a literal in the trigger function');
+
+SELECT is_empty($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
+     AND obj_description(p.oid, 'pg_proc') IS NULL$$,
+  'every function has a comment');
+SELECT is_empty($$
+  SELECT c.oid::regclass::text FROM pg_class c
+   WHERE c.relnamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND c.relkind = 'r'
+     AND obj_description(c.oid, 'pg_class') IS NULL$$,
+  'every table has a comment');
+SELECT is_empty($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace = 'outbox'::regnamespace
+     AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=outbox, pg_catalog, pg_temp']$$,
+  'every outbox function pins search_path to outbox, pg_catalog, pg_temp');
+SELECT is_empty($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace = 'workflow'::regnamespace
+     AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=workflow, outbox, pg_catalog, pg_temp']$$,
+  'every workflow function pins search_path to workflow, outbox, pg_catalog, pg_temp');
+SELECT results_eq($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND p.prosecdef
+   ORDER BY 1$$,
+  $$VALUES ('outbox.cancel(text)'),
+           ('outbox.enqueue(text,text,bytea,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
+           ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
+           ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
+           ('outbox.notify_wakeup()')$$,
+  'security definer: exactly enqueue, cancel and the wake-up trigger');
+SELECT is_empty($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
+     AND has_function_privilege('public', p.oid, 'EXECUTE')$$,
+  'no function is executable by PUBLIC');
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,108 @@
+-- Test helpers installed once into the template database (schema sqltest), next to pgTAP and dblink.
+
+CREATE SCHEMA sqltest;
+
+-- Runs command as role_name and returns 'ok' or the SQLSTATE it raised. pgTAP
+-- keeps its state in temp tables of the session user, so assertions cannot run
+-- under SET ROLE themselves; they check what this returns instead.
+CREATE FUNCTION sqltest.try_as(role_name text, command text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+  BEGIN
+    EXECUTE format('SET LOCAL ROLE %I', role_name);
+    EXECUTE command;
+    RESET ROLE;
+    RETURN 'ok';
+  EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;  -- the subtransaction rollback also undoes SET ROLE
+  END;
+END
+$$;
+
+-- The plan of query, one line per row, without costs.
+CREATE FUNCTION sqltest.explain(query text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  line text;
+  plan text := '';
+BEGIN
+  FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+    plan := plan || line || E'\n';
+  END LOOP;
+  RETURN plan;
+END
+$$;
+
+-- A dblink connection string to this database as the current user, through
+-- the server's own socket (or its TCP address when it has no socket).
+CREATE FUNCTION sqltest.conninfo()
+RETURNS text
+LANGUAGE sql
+AS $$
+  SELECT format('host=%s port=%s dbname=%s user=%s',
+                coalesce(nullif(trim(split_part(current_setting('unix_socket_directories'), ',', 1)), ''),
+                         host(inet_server_addr()), '127.0.0.1'),
+                current_setting('port'), current_database(), session_user)
+$$;
+
+-- Payloads of the notifications on channel that reach dblink connection conn
+-- before one with payload sentinel; raises if the sentinel does not come
+-- within timeout. Notifications from one session arrive in commit order, so
+-- sending the sentinel after the statement under test makes "nothing arrived"
+-- a definite answer.
+CREATE FUNCTION sqltest.notifications_until(conn text, channel text, sentinel text,
+                                            timeout interval DEFAULT '10 seconds')
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  deadline timestamptz := clock_timestamp() + timeout;
+  received text[] := '{}';
+  n record;
+BEGIN
+  LOOP
+    FOR n IN SELECT * FROM dblink_get_notify(conn) LOOP
+      IF n.notify_name = channel THEN
+        IF n.extra = sentinel THEN
+          RETURN received;
+        END IF;
+        received := received || n.extra;
+      END IF;
+    END LOOP;
+    IF clock_timestamp() > deadline THEN
+      RAISE EXCEPTION 'sentinel % did not arrive on channel % within %', sentinel, channel, timeout;
+    END IF;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END
+$$;
+
+-- Waits until backend pid is blocked by a lock; false after timeout.
+CREATE FUNCTION sqltest.wait_until_blocked(pid int, timeout interval DEFAULT '10 seconds')
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  deadline timestamptz := clock_timestamp() + timeout;
+BEGIN
+  WHILE clock_timestamp() < deadline LOOP
+    IF cardinality(pg_blocking_pids(pid)) > 0 THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+  RETURN false;
+END
+$$;
+
+-- The partition a row hashes to, as messages_set_partition() computes it.
+CREATE FUNCTION sqltest.partition_of(key text, n int)
+RETURNS int
+LANGUAGE sql IMMUTABLE
+AS $$
+  SELECT ((hashtext(key)::bigint & 2147483647) % n)::int
+$$;
