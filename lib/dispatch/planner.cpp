@@ -1,0 +1,358 @@
+// The dispatch planner: per-session order, window, retries with backoff, parking.
+#include "dispatch/planner.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace outboxd::dispatch {
+
+namespace {
+
+// Limits below 1 would stop all progress; the config layer rejects them, and
+// the planner bends them to the nearest value that still works.
+PlannerPolicy normalized(PlannerPolicy policy) {
+  policy.window = std::max<std::size_t>(policy.window, 1);
+  policy.per_session_in_flight = std::max<std::size_t>(policy.per_session_in_flight, 1);
+  policy.max_attempts = std::max(policy.max_attempts, 1);
+  policy.release_retry = std::max(policy.release_retry, core::Duration::zero());
+  return policy;
+}
+
+std::string streak_reason(int count, core::DeliveryOutcome outcome, std::string_view reason) {
+  std::string text = outcome == core::DeliveryOutcome::released ? "released " : "outcome unknown ";
+  text += std::to_string(count);
+  text += " times in a row";
+  if (!reason.empty()) {
+    text += ": ";
+    text += reason;
+  }
+  return text;
+}
+
+}  // namespace
+
+Planner::Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random)
+    : policy_(normalized(std::move(policy))), clock_(clock), random_(random), backoff_(policy_.backoff) {
+  rows_.reserve(policy_.max_buffered);
+}
+
+std::size_t Planner::add(const std::vector<RowRef>& claimed) {
+  const core::SteadyTime now = clock_.now();
+  std::size_t added = 0;
+  for (const RowRef& ref : claimed) {
+    if (rows_.contains(ref.id) || settled_.contains(ref.id)) continue;
+    Session* session = nullptr;
+    if (!ref.session.empty()) {
+      auto [it, inserted] = sessions_.try_emplace(ref.session);
+      if (inserted) {
+        it->second.name = &it->first;
+      } else if (it->second.parked) {
+        continue;
+      }
+      session = &it->second;
+    }
+    rows_.emplace(ref.id, Row{.session = session, .attempts = ref.attempts, .partition = ref.partition});
+    ++added;
+    if (session != nullptr) {
+      session->queue.push_fresh(ref.id);
+      schedule(*session, now);
+    } else {
+      ready_.push({ref.id, nullptr});
+    }
+  }
+  prune_timers();
+  return added;
+}
+
+std::size_t Planner::claim_room() const {
+  const std::size_t known = rows_.size() + pending_.dispatched.size();
+  return known >= policy_.max_buffered ? 0 : policy_.max_buffered - known;
+}
+
+std::vector<core::RowId> Planner::take_ready() {
+  const core::SteadyTime now = clock_.now();
+  promote_due(now);
+  std::vector<core::RowId> out;
+  while (in_flight_ < policy_.window && !ready_.empty()) {
+    const ReadyEntry entry = ready_.top();
+    ready_.pop();
+    if (entry.session == nullptr) {
+      take_loose(entry.key, now, out);
+    } else {
+      take_from_session(*entry.session, entry.key, now, out);
+    }
+  }
+  prune_timers();
+  return out;
+}
+
+void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::string_view reason) {
+  const auto it = rows_.find(id);
+  if (it == rows_.end() || !it->second.in_flight) {
+    ++counters_.stale;
+    return;
+  }
+  const core::SteadyTime now = clock_.now();
+  Row& row = it->second;
+  Session* session = row.session;
+  row.in_flight = false;
+  --in_flight_;
+  if (session != nullptr) --session->in_flight;
+
+  switch (outcome) {
+    case core::DeliveryOutcome::accepted:
+      ++counters_.accepted;
+      pending_.dispatched.push_back(id);
+      settled_.insert(id);
+      rows_.erase(it);
+      break;
+    case core::DeliveryOutcome::rejected:
+      ++counters_.rejected;
+      row.releases = 0;
+      record_failure(it, reason.empty() ? std::string("rejected") : std::string(reason), now);
+      break;
+    case core::DeliveryOutcome::released:
+      ++counters_.released;
+      on_not_settled(it, outcome, reason, now);
+      break;
+    case core::DeliveryOutcome::unknown:
+      ++counters_.unknown;
+      on_not_settled(it, outcome, reason, now);
+      break;
+  }
+  if (session != nullptr) {
+    schedule(*session, now);
+    erase_if_idle(*session);
+  }
+  prune_timers();
+}
+
+void Planner::on_persisted() {
+  pending_.dispatched.clear();
+  pending_.failures.clear();
+  settled_.clear();
+  const core::SteadyTime now = clock_.now();
+  for (Session* session : parked_sessions_) {
+    session->parked = false;
+    schedule(*session, now);
+    erase_if_idle(*session);
+  }
+  parked_sessions_.clear();
+  prune_timers();
+}
+
+std::optional<core::SteadyTime> Planner::next_wakeup() const {
+  if (timers_.empty()) return std::nullopt;
+  return timers_.top().at;
+}
+
+void Planner::drop_partition(int partition) {
+  // Rare (a lease was lost), so a scan of the known rows is fine here.
+  std::vector<Session*> touched;
+  for (auto it = rows_.begin(); it != rows_.end();) {
+    Row& row = it->second;
+    if (row.partition != partition) {
+      ++it;
+    } else if (row.in_flight) {
+      row.orphaned = true;
+      ++it;
+    } else {
+      if (row.session != nullptr) touched.push_back(row.session);
+      it = rows_.erase(it);
+    }
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  const core::SteadyTime now = clock_.now();
+  for (Session* session : touched) {
+    session->queue.remove_if([this](core::RowId id) { return !rows_.contains(id); });
+    schedule(*session, now);
+    erase_if_idle(*session);
+  }
+  prune_timers();
+}
+
+std::vector<core::RowId> Planner::in_flight_ids() const {
+  std::vector<core::RowId> ids;
+  ids.reserve(in_flight_);
+  for (const auto& [id, row] : rows_) {
+    if (row.in_flight) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// Rows whose retry time has come: a row without session becomes ready; a
+// session gets another look (its head may now go out).
+void Planner::promote_due(core::SteadyTime now) {
+  while (!timers_.empty() && timers_.top().at <= now) {
+    const TimerEntry entry = timers_.top();
+    timers_.pop();
+    const auto it = rows_.find(entry.id);
+    if (it == rows_.end() || it->second.in_flight || it->second.retry_at != entry.at) continue;
+    Row& row = it->second;
+    row.timer_armed = false;
+    if (row.session == nullptr) {
+      ready_.push({entry.id, nullptr});
+    } else {
+      schedule(*row.session, now);
+    }
+  }
+}
+
+void Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out) {
+  const auto it = rows_.find(id);
+  // A stale entry: the row went out already, was forgotten, or is waiting.
+  if (it == rows_.end() || it->second.in_flight || it->second.session != nullptr || it->second.retry_at > now) {
+    return;
+  }
+  hand_out(id, it->second, out);
+}
+
+void Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
+                                std::vector<core::RowId>& out) {
+  session.in_ready_heap = false;
+  if (!session.parked && !session.queue.empty() && session.queue.front() == key &&
+      session.in_flight < policy_.per_session_in_flight) {
+    Row& row = rows_.at(key);
+    if (row.retry_at <= now) {
+      session.queue.pop_front();
+      ++session.in_flight;
+      row.generation = session.generation;
+      hand_out(key, row, out);
+    }
+  }
+  // Queue the session again under its current head (which may differ from
+  // the key it was queued under), or arm the head's timer.
+  schedule(session, now);
+  erase_if_idle(session);
+}
+
+void Planner::hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out) {
+  row.in_flight = true;
+  row.timer_armed = false;
+  ++in_flight_;
+  ++counters_.published;
+  out.push_back(id);
+}
+
+// Called whenever a session's head, in-flight count or park changes: puts it
+// in the ready heap if its head can go out now, or arms the head's timer.
+void Planner::schedule(Session& session, core::SteadyTime now) {
+  if (session.parked || session.queue.empty() || session.in_flight >= policy_.per_session_in_flight) return;
+  const core::RowId head = session.queue.front();
+  Row& row = rows_.at(head);
+  if (row.retry_at > now) {
+    arm(head, row);
+  } else if (!session.in_ready_heap) {
+    ready_.push({head, &session});
+    session.in_ready_heap = true;
+  }
+}
+
+void Planner::arm(core::RowId id, Row& row) {
+  if (row.timer_armed) return;
+  timers_.push({row.retry_at, id});
+  row.timer_armed = true;
+}
+
+void Planner::requeue(RowMap::iterator it, core::SteadyTime retry_at, core::SteadyTime now) {
+  Row& row = it->second;
+  row.retry_at = retry_at;
+  row.timer_armed = false;
+  if (row.session != nullptr) {
+    row.session->queue.push_returned(it->first);
+    schedule(*row.session, now);
+  } else if (retry_at <= now) {
+    ready_.push({it->first, nullptr});
+  } else {
+    arm(it->first, row);
+  }
+}
+
+// released / unknown: the broker did not process the row. Not an attempt,
+// except every releases_per_attempt-th time in a row.
+void Planner::on_not_settled(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason,
+                             core::SteadyTime now) {
+  Row& row = it->second;
+  ++row.releases;
+  if (policy_.releases_per_attempt > 0 && row.releases % policy_.releases_per_attempt == 0) {
+    record_failure(it, streak_reason(row.releases, outcome, reason), now);
+  } else if (orphaned(row)) {
+    rows_.erase(it);  // not ours any more: the claim returns it to whoever owns it
+  } else {
+    requeue(it, now + policy_.release_retry, now);
+  }
+}
+
+void Planner::record_failure(RowMap::iterator it, std::string error, core::SteadyTime now) {
+  Row& row = it->second;
+  const int attempts = row.attempts + 1;
+  if (attempts >= policy_.max_attempts) {
+    park(it, attempts, std::move(error));
+    return;
+  }
+  const core::Duration retry_in = backoff_.delay(attempts, random_);
+  pending_.failures.push_back({it->first, attempts, retry_in, std::move(error), false});
+  row.attempts = attempts;
+  if (orphaned(row)) {
+    rows_.erase(it);
+  } else {
+    requeue(it, now + retry_in, now);
+  }
+}
+
+// The row is parked, and the rest of its session with it: buffered rows are
+// forgotten (the claim will not return them while the park stands), rows of
+// the session still in flight become orphans, and add() refuses the session
+// until the park is persisted.
+void Planner::park(RowMap::iterator it, int attempts, std::string error) {
+  const core::RowId id = it->first;
+  Session* session = it->second.session;
+  pending_.failures.push_back({id, attempts, core::Duration::zero(), std::move(error), true});
+  ++counters_.parked;
+  settled_.insert(id);
+  rows_.erase(it);
+  if (session == nullptr) return;
+  ++session->generation;
+  if (!session->parked) {
+    session->parked = true;
+    parked_sessions_.push_back(session);
+  }
+  session->queue.remove_if([this](core::RowId queued) {
+    rows_.erase(queued);
+    return true;
+  });
+}
+
+void Planner::erase_if_idle(Session& session) {
+  if (session.parked || session.in_ready_heap || session.in_flight > 0 || !session.queue.empty()) return;
+  sessions_.erase(sessions_.find(*session.name));
+}
+
+bool Planner::publishable_head(const Session& session, core::RowId id) const {
+  return !session.parked && session.in_flight < policy_.per_session_in_flight && session.queue.front() == id;
+}
+
+bool Planner::orphaned(const Row& row) const {
+  return row.orphaned || (row.session != nullptr && row.session->generation != row.generation);
+}
+
+// Keeps the top of timers_ meaningful for next_wakeup(): drops entries of
+// rows that are gone, in flight or rescheduled, and of rows that could not go
+// out at their time anyway (not their session's head, or the session is full
+// or parked). schedule() re-arms those when their session moves.
+void Planner::prune_timers() {
+  while (!timers_.empty()) {
+    const TimerEntry& top = timers_.top();
+    const auto it = rows_.find(top.id);
+    if (it != rows_.end() && !it->second.in_flight && it->second.retry_at == top.at) {
+      Row& row = it->second;
+      if (row.session == nullptr || publishable_head(*row.session, top.id)) return;
+      row.timer_armed = false;
+    }
+    timers_.pop();
+  }
+}
+
+}  // namespace outboxd::dispatch

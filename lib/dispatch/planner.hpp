@@ -1,0 +1,191 @@
+// The dispatch planner: which claimed rows to publish now, and what to write back after each outcome.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/outbox_message.hpp"
+#include "dispatch/backoff.hpp"
+#include "dispatch/session_queue.hpp"
+
+namespace outboxd::dispatch {
+
+// A claimed row as the planner needs it: no payload.
+struct RowRef {
+  core::RowId id = 0;
+  std::string session;  // empty: no session, no ordering constraint
+  int attempts = 0;     // persisted attempts
+  int partition = 0;
+};
+
+struct PlannerPolicy {
+  std::size_t window = 1000;             // rows in flight at once, all sessions together (at least 1)
+  std::size_t per_session_in_flight = 1; // 1: strict order (at least 1)
+  std::size_t max_buffered = 10000;      // known rows, in flight included; bounds claim_room()
+  int max_attempts = 10;                 // the attempt that reaches this count parks the row
+  BackoffPolicy backoff{std::chrono::seconds(1), std::chrono::minutes(5), 2.0, 0.2};
+  core::Duration release_retry = std::chrono::seconds(1);
+  int releases_per_attempt = 5;          // every N-th consecutive release/unknown counts as an attempt; <= 0: never
+};
+
+// A rejected attempt to persist: attempts and next_attempt_at = now + retry_in,
+// or status = 'parked' with last_error when `park` is set (retry_in is then 0).
+struct FailureWrite {
+  core::RowId id = 0;
+  int attempts = 0;
+  core::Duration retry_in{};
+  std::string error;
+  bool park = false;
+};
+
+// Decisions the caller must persist, in the order they were taken. One row
+// can appear twice in `failures` if it failed again before on_persisted();
+// apply them in order (the last one wins).
+struct PendingWrites {
+  std::vector<core::RowId> dispatched;
+  std::vector<FailureWrite> failures;
+  bool empty() const { return dispatched.empty() && failures.empty(); }
+};
+
+// Pure and single-threaded: rows and outcomes in, a plan out. The owner calls
+// take_ready() after add() and after outcomes, persists pending_writes() and
+// then calls on_persisted(), and sleeps no longer than next_wakeup().
+//
+// Order rules (docs/design.md, "Order, retries and parking"):
+//  - A session's rows go out in id order, at most per_session_in_flight at a
+//    time; with 1 (strict) the next row waits until the previous is accepted.
+//  - Late commits: a lower id arriving while a higher id of its session is
+//    still buffered goes first; arriving after the higher one was handed out
+//    (in flight, accepted, or back waiting for a retry) it is queued behind
+//    it: a row once published is retried before any row never published.
+//  - Rows without a session are bounded by the window only.
+//  - take_ready() serves sessions oldest head id first, so no session starves.
+class Planner {
+ public:
+  struct Counters {
+    std::uint64_t published = 0;  // rows handed out by take_ready()
+    std::uint64_t accepted = 0;
+    std::uint64_t rejected = 0;
+    std::uint64_t released = 0;
+    std::uint64_t unknown = 0;
+    std::uint64_t parked = 0;
+    std::uint64_t stale = 0;  // outcomes for ids not in flight: ignored
+  };
+
+  Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random);
+
+  // Ignores ids it already knows (buffered, in flight, accepted or parked but
+  // not yet persisted) and rows of a session whose park is not yet persisted.
+  // Accepts more rows than claim_room() if given them. Returns how many were added.
+  std::size_t add(const std::vector<RowRef>& claimed);
+
+  // max_buffered minus known rows (buffered, in flight, accepted not yet persisted); never negative.
+  std::size_t claim_room() const;
+
+  // Rows to publish now, in id order per session; they become in flight.
+  // Respects the window and the per-session limit, skips rows waiting for a
+  // retry time. O(k log n) for k rows handed out.
+  std::vector<core::RowId> take_ready();
+
+  // Ignores ids not in flight (stale), counting them in Counters::stale.
+  void on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::string_view reason);
+
+  const PendingWrites& pending_writes() const { return pending_; }
+  void on_persisted();  // every pending write was persisted: forget them
+
+  // Earliest retry time of a waiting row that could be published then (rows
+  // stuck behind another row of their session are left out). May lie in the
+  // past: call take_ready(). Empty when no row waits for a time.
+  std::optional<core::SteadyTime> next_wakeup() const;
+
+  // A lease was lost: forget the partition's rows that are not in flight.
+  // Its in-flight rows are forgotten once their outcome arrives, unless accepted.
+  void drop_partition(int partition);
+
+  std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
+  std::size_t in_flight() const { return in_flight_; }
+  std::size_t buffered() const { return rows_.size() - in_flight_; }  // waiting to be published
+  Counters counters() const { return counters_; }
+
+ private:
+  struct Session;
+
+  struct Row {
+    Session* session = nullptr;   // null: no session
+    core::SteadyTime retry_at{};  // not published before this time
+    int attempts = 0;             // persisted attempts, plus failures recorded since
+    int partition = 0;
+    int releases = 0;             // consecutive released/unknown outcomes
+    std::uint32_t generation = 0; // session generation when handed out
+    bool in_flight = false;
+    bool timer_armed = false;     // timers_ holds {retry_at, id}
+    bool orphaned = false;        // in flight when its partition was dropped
+  };
+
+  struct Session {
+    const std::string* name = nullptr;  // the key in sessions_
+    SessionQueue queue;                 // buffered rows, in publication order
+    std::size_t in_flight = 0;
+    std::uint32_t generation = 0;       // bumped by each park: older in-flight rows are orphans
+    bool in_ready_heap = false;
+    bool parked = false;                // a park is not persisted yet: refuse its rows
+  };
+
+  // A session whose head can go out, keyed by that head's id; or (session
+  // null) a row without session. Entries may be stale and are checked on pop.
+  struct ReadyEntry {
+    core::RowId key;
+    Session* session;
+    bool operator>(const ReadyEntry& other) const { return key > other.key; }
+  };
+
+  struct TimerEntry {
+    core::SteadyTime at;
+    core::RowId id;
+    bool operator>(const TimerEntry& other) const { return at != other.at ? at > other.at : id > other.id; }
+  };
+
+  using RowMap = std::unordered_map<core::RowId, Row>;
+
+  void promote_due(core::SteadyTime now);
+  void take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
+  void take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  void hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out);
+  void schedule(Session& session, core::SteadyTime now);
+  void arm(core::RowId id, Row& row);
+  void requeue(RowMap::iterator it, core::SteadyTime retry_at, core::SteadyTime now);
+  void on_not_settled(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason,
+                      core::SteadyTime now);
+  void record_failure(RowMap::iterator it, std::string error, core::SteadyTime now);
+  void park(RowMap::iterator it, int attempts, std::string error);
+  void erase_if_idle(Session& session);
+  bool publishable_head(const Session& session, core::RowId id) const;
+  bool orphaned(const Row& row) const;
+  void prune_timers();
+
+  const PlannerPolicy policy_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;
+  const Backoff backoff_;
+
+  RowMap rows_;                                         // buffered and in flight
+  std::unordered_map<std::string, Session> sessions_;   // sessions with rows, in flight or parked
+  std::unordered_set<core::RowId> settled_;             // accepted or parked, not yet persisted
+  std::vector<Session*> parked_sessions_;               // parks not yet persisted
+  std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
+  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
+  std::size_t in_flight_ = 0;
+  PendingWrites pending_;
+  Counters counters_;
+};
+
+}  // namespace outboxd::dispatch

@@ -1,0 +1,61 @@
+// Shared set-up for the planner tests: a manual clock, a pinned random source, short helpers.
+#pragma once
+
+#include <chrono>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/outbox_message.hpp"
+#include "dispatch/planner.hpp"
+
+namespace outboxd::dispatch::test {
+
+using namespace std::chrono_literals;
+using Ids = std::vector<core::RowId>;
+
+// Jitter 0.2; with the default draw of 0.5 the factor is exactly 1, so the
+// delays are 100ms, 200ms, 400ms, ...
+inline PlannerPolicy test_policy() {
+  PlannerPolicy policy;
+  policy.window = 100;
+  policy.per_session_in_flight = 1;
+  policy.max_buffered = 1000;
+  policy.max_attempts = 5;
+  policy.backoff = {100ms, 10s, 2.0, 0.2};
+  policy.release_retry = 50ms;
+  policy.releases_per_attempt = 3;
+  return policy;
+}
+
+inline RowRef row(core::RowId id, std::string session = "", int attempts = 0, int partition = 0) {
+  return {id, std::move(session), attempts, partition};
+}
+
+struct PlannerFixture {
+  explicit PlannerFixture(PlannerPolicy with = test_policy()) : policy(with), planner(with, clock, random) {}
+
+  std::size_t add(std::initializer_list<RowRef> rows) { return planner.add(std::vector<RowRef>(rows)); }
+  Ids take() { return planner.take_ready(); }
+  void accept(core::RowId id) { planner.on_outcome(id, core::DeliveryOutcome::accepted, ""); }
+  void reject(core::RowId id, std::string_view reason = "rejected by test") {
+    planner.on_outcome(id, core::DeliveryOutcome::rejected, reason);
+  }
+  void release(core::RowId id, std::string_view reason = "") {
+    planner.on_outcome(id, core::DeliveryOutcome::released, reason);
+  }
+  void lose(core::RowId id, std::string_view reason = "") {
+    planner.on_outcome(id, core::DeliveryOutcome::unknown, reason);
+  }
+  const std::vector<FailureWrite>& failures() const { return planner.pending_writes().failures; }
+  const Ids& dispatched() const { return planner.pending_writes().dispatched; }
+
+  core::ManualClock clock;
+  core::FixedRandom random{0.5};
+  PlannerPolicy policy;
+  Planner planner;
+};
+
+}  // namespace outboxd::dispatch::test
