@@ -353,19 +353,22 @@ CREATE FUNCTION set_timeout(
   parent_message_id text DEFAULT NULL,
   content_type      text DEFAULT NULL)
 RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
-  SELECT set_timeout(
-    workflow_id => set_timeout.workflow_id,
-    message_id => set_timeout.message_id,
-    due_at => set_timeout.due_at,
-    destination => set_timeout.destination,
-    body => convert_to(set_timeout.body::text, 'UTF8'),
-    subject => set_timeout.subject,
-    headers => set_timeout.headers,
-    parent_message_id => set_timeout.parent_message_id,
-    content_type => coalesce(set_timeout.content_type, 'application/json'))
+BEGIN
+  -- plpgsql, not sql: its plan is cached for the session instead of built per call.
+  RETURN set_timeout(
+      workflow_id => set_timeout.workflow_id,
+      message_id => set_timeout.message_id,
+      due_at => set_timeout.due_at,
+      destination => set_timeout.destination,
+      body => convert_to(set_timeout.body::text, 'UTF8'),
+      subject => set_timeout.subject,
+      headers => set_timeout.headers,
+      parent_message_id => set_timeout.parent_message_id,
+      content_type => coalesce(set_timeout.content_type, 'application/json'));
+END
 $$;
 
 COMMENT ON FUNCTION set_timeout(text, text, timestamptz, text, jsonb, text, jsonb, text, text) IS
@@ -382,19 +385,22 @@ CREATE FUNCTION set_timeout(
   parent_message_id text DEFAULT NULL,
   content_type      text DEFAULT NULL)
 RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
-  SELECT set_timeout(
-    workflow_id => set_timeout.workflow_id,
-    message_id => set_timeout.message_id,
-    due_at => set_timeout.due_at,
-    destination => set_timeout.destination,
-    body => convert_to(set_timeout.body, 'UTF8'),
-    subject => set_timeout.subject,
-    headers => set_timeout.headers,
-    parent_message_id => set_timeout.parent_message_id,
-    content_type => set_timeout.content_type)
+BEGIN
+  -- plpgsql, not sql: its plan is cached for the session instead of built per call.
+  RETURN set_timeout(
+      workflow_id => set_timeout.workflow_id,
+      message_id => set_timeout.message_id,
+      due_at => set_timeout.due_at,
+      destination => set_timeout.destination,
+      body => convert_to(set_timeout.body, 'UTF8'),
+      subject => set_timeout.subject,
+      headers => set_timeout.headers,
+      parent_message_id => set_timeout.parent_message_id,
+      content_type => set_timeout.content_type);
+END
 $$;
 
 COMMENT ON FUNCTION set_timeout(text, text, timestamptz, text, text, text, jsonb, text, text) IS

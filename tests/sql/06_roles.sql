@@ -1,0 +1,96 @@
+-- Privileges of outbox_writer and outbox_dispatcher, tried for real under SET ROLE.
+BEGIN;
+SET search_path = public;
+SELECT plan(37);
+
+SELECT outbox.enqueue('orders', 'other-app-1', 'secret') AS other_id \gset
+SELECT workflow.start('wf-r', 'order', 'New') AS started \gset
+
+SELECT ok(NOT rolcanlogin, format('%s is a NOLOGIN group role', rolname))
+  FROM pg_roles WHERE rolname IN ('outbox_writer', 'outbox_dispatcher') ORDER BY rolname;
+
+-- writer -----------------------------------------------------------------------
+
+SELECT is(sqltest.try_as('outbox_writer', $$SELECT outbox.enqueue('orders', 'w-1', 'x')$$), 'ok', 'writer: enqueue (text)');
+SELECT is(sqltest.try_as('outbox_writer', $$SELECT outbox.enqueue('orders', 'w-2', '{}'::jsonb)$$), 'ok', 'writer: enqueue (jsonb)');
+SELECT is(sqltest.try_as('outbox_writer', $$SELECT outbox.enqueue('orders', 'w-3', '\x01'::bytea,
+                                             due_at => clock_timestamp() + interval '1 hour')$$), 'ok', 'writer: enqueue (bytea, scheduled)');
+SELECT is(sqltest.try_as('outbox_writer', $$SELECT outbox.enqueue('orders', 'w-1', 'y')$$), '23505',
+  'writer: enqueue conflict still reports 23505');
+SELECT is(sqltest.try_as('outbox_writer', $q$DO $d$ BEGIN IF NOT outbox.cancel('w-3') THEN RAISE 'not cancelled'; END IF; END $d$$q$),
+  'ok', 'writer: cancel');
+SELECT is(sqltest.try_as('outbox_writer',
+    $$INSERT INTO outbox.messages (message_id, destination, session_id, correlation_id, parent_message_id,
+        originating_message_id, subject, content_type, headers, body, ttl, traceparent, due_at)
+      VALUES ('w-4', 'orders', 's', 'c', 'p', 'o', 'Subject', 'text/plain', '{"a": 1}', 'b', '1 minute',
+        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', now())$$), 'ok',
+  'writer: plain INSERT of every writer column (no sequence privilege needed for the identity)');
+SELECT is((SELECT status || '/' || partition FROM outbox.messages WHERE message_id = 'w-4'),
+  'pending/' || sqltest.partition_of('s', 64), '... status and partition derived');
+SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-4', 'orders') ON CONFLICT DO NOTHING$$),
+  'ok', 'writer: INSERT ... ON CONFLICT DO NOTHING');
+SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-1', 'orders') RETURNING id$$),
+  '42501', 'writer: INSERT ... RETURNING needs SELECT, which the writer lacks');
+SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination, status) VALUES ('w-5', 'orders', 'dispatched')$$),
+  '42501', 'writer: cannot set status on insert');
+SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination, partition) VALUES ('w-6', 'orders', 3)$$),
+  '42501', 'writer: cannot set partition on insert');
+SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination, created_at) VALUES ('w-7', 'orders', now())$$),
+  '42501', 'writer: cannot set created_at on insert');
+SELECT is(sqltest.try_as('outbox_writer', 'SELECT count(*) FROM outbox.messages'), '42501', 'writer: cannot SELECT messages');
+SELECT is(sqltest.try_as('outbox_writer', format('SELECT body FROM outbox.messages WHERE id = %s', :other_id)), '42501',
+  'writer: cannot read another application''s row');
+SELECT is(sqltest.try_as('outbox_writer', $$UPDATE outbox.messages SET status = 'dispatched', dispatched_at = now()$$), '42501',
+  'writer: cannot mark anything dispatched');
+SELECT is(sqltest.try_as('outbox_writer', 'DELETE FROM outbox.messages'), '42501', 'writer: cannot DELETE messages');
+SELECT is(sqltest.try_as('outbox_writer', 'SELECT * FROM outbox.leases'), '42501', 'writer: cannot read leases');
+SELECT is(sqltest.try_as('outbox_writer', 'SELECT outbox.set_partition_count(2)'), '42501', 'writer: cannot change partitions');
+SELECT is(sqltest.try_as('outbox_writer', 'CREATE TABLE outbox.mine (x int)'), '42501', 'writer: cannot CREATE in outbox');
+SELECT is(sqltest.try_as('outbox_writer',
+    $$SELECT workflow.start('wf-w', 'order', 'New'), workflow.save('wf-w', 1, 'Paid'),
+             workflow.record_processed('wf-w', 'm-1'),
+             workflow.set_timeout('wf-w', 'wf-w:timeout:1', now() + interval '1 day', 'orders', 'late'),
+             workflow.clear_timeout('wf-w'),
+             workflow.record_compensation('wf-w', 'refund', 'wf-w:refund:1'),
+             workflow.set_compensation_status('wf-w', 'refund', 'completed'),
+             workflow.purge_processed('1 day')$$), 'ok',
+  'writer: every workflow function');
+SELECT is(sqltest.try_as('outbox_writer',
+    $$UPDATE workflow.instances SET data = '{"x": 1}' WHERE id = 'wf-r';
+      DELETE FROM workflow.processed_messages; SELECT * FROM workflow.compensations$$), 'ok',
+  'writer: plain DML on workflow tables');
+SELECT is(sqltest.try_as('outbox_writer', 'CREATE TABLE workflow.mine (x int)'), '42501', 'writer: cannot CREATE in workflow');
+
+-- dispatcher -------------------------------------------------------------------
+
+SELECT is(sqltest.try_as('outbox_dispatcher',
+    $$SELECT id FROM outbox.messages WHERE status = 'pending' AND due_at <= created_at ORDER BY id LIMIT 10$$), 'ok',
+  'dispatcher: SELECT messages');
+SELECT is(sqltest.try_as('outbox_dispatcher',
+    format($$UPDATE outbox.messages SET status = 'dispatched', dispatched_at = now() WHERE id = ANY('{%s}')$$, :other_id)), 'ok',
+  'dispatcher: mark dispatched');
+SELECT is(sqltest.try_as('outbox_dispatcher', $$UPDATE outbox.messages SET status = 'parked' WHERE message_id = 'w-2';
+                                                UPDATE outbox.messages SET status = 'pending' WHERE message_id = 'w-2'$$), 'ok',
+  'dispatcher: park and requeue (the requeue trigger runs for it)');
+SELECT is(sqltest.try_as('outbox_dispatcher', $$DELETE FROM outbox.messages WHERE status = 'dispatched'$$), 'ok',
+  'dispatcher: purge');
+SELECT is(sqltest.try_as('outbox_dispatcher',
+    $$UPDATE outbox.leases SET owner = 'i1', epoch = epoch + 1, expires_at = now() + interval '15 s' WHERE partition = 0$$), 'ok',
+  'dispatcher: take a lease');
+SELECT is(sqltest.try_as('outbox_dispatcher',
+    $$INSERT INTO outbox.instances (instance_id, idle) VALUES ('i1', true)
+      ON CONFLICT (instance_id) DO UPDATE SET idle = EXCLUDED.idle, heartbeat_at = now();
+      DELETE FROM outbox.instances WHERE instance_id = 'i1'$$), 'ok',
+  'dispatcher: register, mark idle, deregister');
+SELECT is(sqltest.try_as('outbox_dispatcher', 'SELECT partition_count FROM outbox.settings'), 'ok', 'dispatcher: read settings');
+SELECT is(sqltest.try_as('outbox_dispatcher', 'UPDATE outbox.settings SET partition_count = 2'), '42501',
+  'dispatcher: cannot change settings');
+SELECT is(sqltest.try_as('outbox_dispatcher', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('d-1', 'x')$$),
+  '42501', 'dispatcher: cannot INSERT messages');
+SELECT is(sqltest.try_as('outbox_dispatcher', 'CREATE TABLE outbox.mine (x int)'), '42501', 'dispatcher: cannot CREATE TABLE in outbox');
+SELECT is(sqltest.try_as('outbox_dispatcher', 'CREATE TABLE public.mine (x int)'), '42501', 'dispatcher: cannot CREATE TABLE in public');
+SELECT is(sqltest.try_as('outbox_dispatcher', 'SELECT * FROM workflow.instances'), '42501', 'dispatcher: no workflow access');
+SELECT is(sqltest.try_as('outbox_dispatcher', $$SELECT outbox.enqueue('orders', 'd-2')$$), '42501', 'dispatcher: cannot enqueue');
+
+SELECT * FROM finish();
+ROLLBACK;
