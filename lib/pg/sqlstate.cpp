@@ -1,0 +1,114 @@
+// The one place where PostgreSQL error codes become decisions.
+#include "pg/sqlstate.hpp"
+
+#include <array>
+
+namespace outboxd::pg {
+namespace {
+
+struct Rule {
+  std::string_view prefix;  // a full code, or a two-character class
+  core::ErrorKind kind;
+};
+
+using core::ErrorKind;
+
+// First match wins, so exact codes precede their classes.
+constexpr std::array kRules{
+    // Retry later: the server or the network is in trouble, or we lost a race.
+    Rule{"40001", ErrorKind::transient},  // serialization failure
+    Rule{"40P01", ErrorKind::transient},  // deadlock detected
+    Rule{"40003", ErrorKind::transient},  // statement completion unknown
+    Rule{"57P01", ErrorKind::transient},  // admin shutdown (pg_terminate_backend, fast stop)
+    Rule{"57P02", ErrorKind::transient},  // crash shutdown
+    Rule{"57P03", ErrorKind::transient},  // cannot connect now (starting up, recovery)
+    Rule{"57P05", ErrorKind::transient},  // idle session timeout
+    Rule{"57014", ErrorKind::transient},  // query canceled (statement_timeout)
+    Rule{"55P03", ErrorKind::transient},  // lock not available (lock_timeout, NOWAIT)
+    Rule{"55006", ErrorKind::transient},  // object in use
+    Rule{"25006", ErrorKind::transient},  // read-only transaction: a standby after failover
+    Rule{"25P03", ErrorKind::transient},  // idle-in-transaction timeout
+    Rule{"58030", ErrorKind::transient},  // I/O error
+    Rule{"08", ErrorKind::transient},     // connection exception
+    Rule{"53", ErrorKind::transient},     // insufficient resources (disk, memory, connections)
+    // The data itself: this row or these values are the problem.
+    Rule{"22", ErrorKind::rejected},      // data exception
+    Rule{"23", ErrorKind::rejected},      // integrity constraint violation
+    Rule{"40002", ErrorKind::rejected},   // deferred constraint failed at commit
+    Rule{"54", ErrorKind::rejected},      // program limit exceeded by a value
+    Rule{"P0001", ErrorKind::rejected},   // RAISE EXCEPTION from SQL-level validation
+    // Everything else needs a person: privileges, missing schema, credentials,
+    // a wrong database. Listed for the reader; the default says the same.
+    Rule{"42501", ErrorKind::fatal},      // insufficient privilege
+    Rule{"42P01", ErrorKind::fatal},      // undefined table: schema not migrated
+    Rule{"42883", ErrorKind::fatal},      // undefined function: schema not migrated
+    Rule{"42", ErrorKind::fatal},         // syntax error or access rule violation
+    Rule{"28", ErrorKind::fatal},         // invalid authorization
+    Rule{"3D000", ErrorKind::fatal},      // database does not exist
+};
+
+bool matches(std::string_view sqlstate, std::string_view prefix) {
+  return sqlstate.size() == 5 && sqlstate.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+core::ErrorKind classify(std::string_view sqlstate) {
+  if (sqlstate.empty()) return ErrorKind::transient;
+  for (const Rule& rule : kRules) {
+    if (matches(sqlstate, rule.prefix)) return rule.kind;
+  }
+  return ErrorKind::fatal;
+}
+
+bool ends_session(std::string_view sqlstate) {
+  return matches(sqlstate, "08") || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P05" ||
+         sqlstate == "25P03";
+}
+
+Failure make_failure(std::string_view sqlstate, std::string message, bool connection_lost,
+                     bool commit_in_flight) {
+  Failure failure;
+  failure.sqlstate = std::string(sqlstate);
+  failure.connection_lost = connection_lost || ends_session(sqlstate);
+  if (failure.connection_lost) {
+    failure.kind = ErrorKind::transient;
+  } else if (sqlstate.empty()) {
+    failure.kind = ErrorKind::fatal;  // libpq refused the call itself: a bug, not the weather
+  } else {
+    failure.kind = classify(sqlstate);
+  }
+  // A definite error from a live session means the statement did not commit.
+  // Only a broken session (or the server saying so) leaves the outcome open.
+  failure.outcome_unknown = commit_in_flight && (failure.connection_lost || sqlstate == "40003");
+  failure.message = std::move(message);
+  if (failure.outcome_unknown) failure.message += " (outcome unknown: the statement may have committed)";
+  return failure;
+}
+
+}  // namespace outboxd::pg
+
+namespace outboxd::pg {
+
+core::ErrorKind classify_connect_failure(std::string_view message) {
+  static constexpr std::array<std::string_view, 12> kFatal{
+      "password authentication failed",  // 28P01
+      "authentication failed",           // 28000 (peer, ident, cert, ...)
+      "no pg_hba.conf entry",            // 28000
+      "password is required",            // 28P01 / client side fe-auth
+      "fe_sendauth: no password supplied",
+      "does not exist",                  // 3D000 database, 28000 role
+      "permission denied",               // 42501 (CONNECT privilege)
+      "not permitted to log in",         // 28000 role without LOGIN
+      "invalid connection option",       // client side: malformed conninfo
+      "invalid URI",                     // client side
+      "invalid integer value",           // client side, e.g. port=abc
+      "invalid sslmode value",           // client side
+  };
+  for (const std::string_view needle : kFatal) {
+    if (message.find(needle) != std::string_view::npos) return ErrorKind::fatal;
+  }
+  return ErrorKind::transient;
+}
+
+}  // namespace outboxd::pg

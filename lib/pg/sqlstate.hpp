@@ -1,0 +1,51 @@
+// SQLSTATE codes and lost connections mapped to the three error kinds callers act on.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace outboxd::pg {
+
+// The decision for one SQLSTATE (five characters, e.g. "40001"). An empty code
+// means libpq reported the failure itself, which for a statement means the
+// connection was lost: transient.
+core::ErrorKind classify(std::string_view sqlstate);
+
+// True for codes after which the server closes the session (class 08,
+// admin/crash shutdown, idle timeouts): the connection must be reset.
+bool ends_session(std::string_view sqlstate);
+
+// Everything known about one failed statement or connection attempt.
+struct Failure {
+  core::ErrorKind kind = core::ErrorKind::fatal;
+  std::string sqlstate;          // empty when libpq produced the error itself
+  bool connection_lost = false;  // the session is gone; reset() before the next statement
+  // The statement could have committed (a COMMIT, or a statement run in
+  // autocommit) when the connection broke: the server may or may not have
+  // applied it. Callers must not treat it as failed; re-run only what is idempotent.
+  bool outcome_unknown = false;
+  std::string message;  // SQLSTATE, primary message, detail, hint; never the conninfo
+
+  core::Error to_error() const { return {kind, message}; }
+};
+
+// Builds the failure for a statement that failed with `sqlstate` (maybe
+// empty). `connection_lost` comes from PQstatus after the call,
+// `commit_in_flight` from whether the statement could commit by itself.
+Failure make_failure(std::string_view sqlstate, std::string message, bool connection_lost,
+                     bool commit_in_flight);
+
+}  // namespace outboxd::pg
+
+namespace outboxd::pg {
+
+// Connection attempts fail without a SQLSTATE in libpq's API, so the decision
+// rests on the message: wrong credentials, a missing database or role, or a
+// malformed option are fatal; anything else (refused, timed out, starting up,
+// too many clients) is transient. Unknown wording errs on transient: the
+// daemon then keeps retrying instead of exiting.
+core::ErrorKind classify_connect_failure(std::string_view message);
+
+}  // namespace outboxd::pg

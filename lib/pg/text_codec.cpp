@@ -1,0 +1,114 @@
+// Encoders and decoders for values that travel to and from libpq as text.
+#include "pg/text_codec.hpp"
+
+#include <array>
+#include <charconv>
+
+namespace outboxd::pg {
+namespace {
+
+template <class Int>
+std::string join_integers(std::span<const Int> values) {
+  std::string out = "{";
+  out.reserve(2 + values.size() * 8);
+  std::array<char, 24> digits{};
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), values[i]).ptr;
+    out.append(digits.data(), end);
+  }
+  out.push_back('}');
+  return out;
+}
+
+// -1 for a non-hex character; a table keeps decoding at memory speed.
+constexpr std::array<signed char, 256> make_hex_table() {
+  std::array<signed char, 256> table{};
+  for (auto& entry : table) entry = -1;
+  for (int c = '0'; c <= '9'; ++c) table[c] = static_cast<signed char>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) table[c] = static_cast<signed char>(c - 'a' + 10);
+  for (int c = 'A'; c <= 'F'; ++c) table[c] = static_cast<signed char>(c - 'A' + 10);
+  return table;
+}
+
+constexpr auto kHexValue = make_hex_table();
+
+}  // namespace
+
+std::string quote_ident(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 2);
+  out.push_back('"');
+  for (const char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+core::Status validate_identifier(std::string_view what, std::string_view name) {
+  if (name.empty()) return core::fatal_error(std::string(what) + " must not be empty");
+  if (name.size() > 63) {
+    return core::fatal_error(std::string(what) + " \"" + std::string(name) +
+                             "\" is longer than 63 bytes (PostgreSQL would truncate it)");
+  }
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      return core::fatal_error(std::string(what) + " must not contain control characters");
+    }
+  }
+  return {};
+}
+
+std::string int_array_literal(std::span<const int> values) { return join_integers(values); }
+std::string int_array_literal(std::span<const std::int64_t> values) { return join_integers(values); }
+
+std::string text_array_literal(std::span<const std::string> values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('"');
+    for (const char c : values[i]) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+std::string bool_array_literal(const std::vector<bool>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back(values[i] ? 't' : 'f');
+  }
+  out.push_back('}');
+  return out;
+}
+
+std::optional<std::string> decode_hex(std::string_view text) {
+  if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') text.remove_prefix(2);
+  if (text.size() % 2 != 0) return std::nullopt;
+  std::string out(text.size() / 2, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const int high = kHexValue[static_cast<unsigned char>(text[2 * i])];
+    const int low = kHexValue[static_cast<unsigned char>(text[2 * i + 1])];
+    if (high < 0 || low < 0) return std::nullopt;
+    out[i] = static_cast<char>((high << 4) | low);
+  }
+  return out;
+}
+
+std::optional<std::int64_t> parse_int64(std::string_view text) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace outboxd::pg

@@ -1,0 +1,38 @@
+// Text-format values for libpq: quoted identifiers, array literals, hex bytea, integers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace outboxd::pg {
+
+// "name" with embedded quotes doubled: safe to splice into statement text.
+// Always quotes, so the name keeps its case exactly as configured.
+std::string quote_ident(std::string_view name);
+
+// A schema or channel name PostgreSQL will keep as written: 1..63 bytes, no
+// control characters (identifiers longer than 63 bytes are silently truncated).
+core::Status validate_identifier(std::string_view what, std::string_view name);
+
+// Array literals for $n::int[] / $n::bigint[] parameters: {1,2,3}.
+std::string int_array_literal(std::span<const int> values);
+std::string int_array_literal(std::span<const std::int64_t> values);
+// {"a","b \"c\""} for $n::text[]; every element quoted and escaped.
+std::string text_array_literal(std::span<const std::string> values);
+// {t,f} for $n::bool[].
+std::string bool_array_literal(const std::vector<bool>& values);
+
+// Bytes from hex text as PostgreSQL writes bytea (`\x0a1b`) or encode(x, 'hex')
+// (`0a1b`). Nullopt on an odd length or a non-hex digit.
+std::optional<std::string> decode_hex(std::string_view text);
+
+// Base-10 integer, the whole text. Nullopt otherwise.
+std::optional<std::int64_t> parse_int64(std::string_view text);
+
+}  // namespace outboxd::pg

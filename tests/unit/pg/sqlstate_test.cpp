@@ -1,0 +1,107 @@
+// The SQLSTATE classifier and the outcome-unknown rule, as a table of codes.
+#include <catch2/catch.hpp>
+
+#include "pg/sqlstate.hpp"
+
+using outboxd::core::ErrorKind;
+using namespace outboxd::pg;
+
+TEST_CASE("classify maps SQLSTATE codes to what the caller should do", "[pg]") {
+  struct Case {
+    const char* code;
+    ErrorKind kind;
+  };
+  const Case cases[] = {
+      {"08000", ErrorKind::transient},  // connection exception
+      {"08006", ErrorKind::transient},  // connection failure
+      {"08P01", ErrorKind::transient},  // protocol violation (class 08)
+      {"40001", ErrorKind::transient},  // serialization failure
+      {"40P01", ErrorKind::transient},  // deadlock
+      {"57P01", ErrorKind::transient},  // admin shutdown
+      {"57P02", ErrorKind::transient},  // crash shutdown
+      {"57P03", ErrorKind::transient},  // cannot connect now
+      {"53000", ErrorKind::transient},  // insufficient resources
+      {"53100", ErrorKind::transient},  // disk full
+      {"53200", ErrorKind::transient},  // out of memory
+      {"53300", ErrorKind::transient},  // too many connections
+      {"55P03", ErrorKind::transient},  // lock not available
+      {"57014", ErrorKind::transient},  // statement timeout
+      {"25006", ErrorKind::transient},  // read-only transaction (standby)
+      {"", ErrorKind::transient},       // libpq: connection lost
+      {"42501", ErrorKind::fatal},      // insufficient privilege
+      {"42P01", ErrorKind::fatal},      // undefined table
+      {"42883", ErrorKind::fatal},      // undefined function
+      {"42601", ErrorKind::fatal},      // syntax error (class 42)
+      {"42703", ErrorKind::fatal},      // undefined column (class 42)
+      {"28000", ErrorKind::fatal},      // invalid authorization
+      {"28P01", ErrorKind::fatal},      // invalid password
+      {"3D000", ErrorKind::fatal},      // no such database
+      {"57P04", ErrorKind::fatal},      // database dropped
+      {"55000", ErrorKind::fatal},      // object not in prerequisite state
+      {"XX000", ErrorKind::fatal},      // internal error
+      {"0A000", ErrorKind::fatal},      // feature not supported
+      {"22001", ErrorKind::rejected},   // string data right truncation
+      {"22P02", ErrorKind::rejected},   // invalid text representation
+      {"22023", ErrorKind::rejected},   // invalid parameter value (require_text)
+      {"23505", ErrorKind::rejected},   // unique violation
+      {"23514", ErrorKind::rejected},   // check violation
+      {"P0001", ErrorKind::rejected},   // RAISE EXCEPTION
+  };
+  for (const Case& c : cases) {
+    INFO("SQLSTATE " << c.code);
+    CHECK(classify(c.code) == c.kind);
+  }
+}
+
+TEST_CASE("classify does not match a class prefix on malformed codes", "[pg]") {
+  CHECK(classify("08") == ErrorKind::fatal);
+  CHECK(classify("4000") == ErrorKind::fatal);
+  CHECK(classify("230000") == ErrorKind::fatal);
+}
+
+TEST_CASE("a lost connection during a commit leaves the outcome unknown", "[pg]") {
+  SECTION("definite error from a live session: failed, not unknown") {
+    const Failure f = make_failure("23505", "duplicate", false, true);
+    CHECK(f.kind == ErrorKind::rejected);
+    CHECK_FALSE(f.outcome_unknown);
+    CHECK_FALSE(f.connection_lost);
+  }
+  SECTION("connection lost while a commit was in flight") {
+    const Failure f = make_failure("", "server closed the connection unexpectedly", true, true);
+    CHECK(f.kind == ErrorKind::transient);
+    CHECK(f.connection_lost);
+    CHECK(f.outcome_unknown);
+    CHECK(f.message.find("outcome unknown") != std::string::npos);
+  }
+  SECTION("terminated by the administrator during a commit") {
+    const Failure f = make_failure("57P01", "terminating connection", false, true);
+    CHECK(f.connection_lost);
+    CHECK(f.outcome_unknown);
+  }
+  SECTION("connection lost inside an open transaction before COMMIT: rolled back for sure") {
+    const Failure f = make_failure("", "server closed the connection unexpectedly", true, false);
+    CHECK(f.kind == ErrorKind::transient);
+    CHECK_FALSE(f.outcome_unknown);
+  }
+  SECTION("the server itself says the completion is unknown") {
+    CHECK(make_failure("40003", "statement completion unknown", false, true).outcome_unknown);
+  }
+  SECTION("libpq refusing a call on a live session is a bug, not the weather") {
+    CHECK(make_failure("", "number of parameters must be between 0 and 65535", false, false).kind ==
+          ErrorKind::fatal);
+  }
+}
+
+TEST_CASE("connection failures: credentials and names are fatal, the rest transient", "[pg]") {
+  CHECK(classify_connect_failure("connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password "
+                                 "authentication failed for user \"outboxd\"") == ErrorKind::fatal);
+  CHECK(classify_connect_failure("FATAL:  database \"app\" does not exist") == ErrorKind::fatal);
+  CHECK(classify_connect_failure("FATAL:  role \"nobody\" does not exist") == ErrorKind::fatal);
+  CHECK(classify_connect_failure("FATAL:  no pg_hba.conf entry for host \"10.0.0.1\"") == ErrorKind::fatal);
+  CHECK(classify_connect_failure("invalid connection option \"foo\"") == ErrorKind::fatal);
+  CHECK(classify_connect_failure("connection to server at \"127.0.0.1\", port 5432 failed: Connection refused") ==
+        ErrorKind::transient);
+  CHECK(classify_connect_failure("FATAL:  the database system is starting up") == ErrorKind::transient);
+  CHECK(classify_connect_failure("FATAL:  sorry, too many clients already") == ErrorKind::transient);
+  CHECK(classify_connect_failure("timeout expired") == ErrorKind::transient);
+}
