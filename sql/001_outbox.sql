@@ -542,16 +542,28 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+  target messages;
 BEGIN
-  -- clock_timestamp(), not now(): a row that fell due while the caller's
-  -- transaction ran may already be in flight. A claim that holds the row lock
-  -- makes this wait and then re-check against the later clock.
-  UPDATE messages m
-     SET status = 'cancelled', cancelled_at = clock_timestamp()
-   WHERE m.message_id = cancel.message_id
-     AND m.status = 'pending'
-     AND m.due_at > clock_timestamp();
-  RETURN FOUND;
+  -- Lock first, then look at the clock. The scheduled claim locks the rows it
+  -- takes (FOR UPDATE SKIP LOCKED); if it holds this one, we wait for it and
+  -- then see that the row is due. A plain UPDATE ... WHERE due_at > clock
+  -- would not do: it evaluates the condition before waiting, and after a
+  -- lock that changed nothing it does not evaluate it again.
+  -- clock_timestamp(), not now(): the row may have fallen due while the
+  -- caller's transaction ran, and then it may be in flight already.
+  -- The first look takes no lock, so that a row we leave alone is not held
+  -- back from the claim until the caller commits.
+  SELECT * INTO target FROM messages m WHERE m.message_id = cancel.message_id;
+  IF NOT FOUND OR target.status <> 'pending' OR target.due_at <= clock_timestamp() THEN
+    RETURN false;
+  END IF;
+  SELECT * INTO target FROM messages m WHERE m.id = target.id FOR UPDATE;
+  IF NOT FOUND OR target.status <> 'pending' OR target.due_at <= clock_timestamp() THEN
+    RETURN false;
+  END IF;
+  UPDATE messages m SET status = 'cancelled', cancelled_at = clock_timestamp() WHERE m.id = target.id;
+  RETURN true;
 END
 $$;
 

@@ -1,0 +1,80 @@
+-- The scripts applied the way outboxd migrate applies them, to names that need quoting and 8 partitions.
+--
+-- Everything, roles included, is created inside this test's transaction and
+-- rolled back at the end.
+BEGIN;
+SET search_path = public;
+SELECT plan(24);
+
+SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
+       set_config('outboxd.workflow_schema', 'billing_wf', true) AS w,
+       set_config('outboxd.partitions', '8', true) AS p \gset
+\ir ../../sql/001_outbox.sql
+\ir ../../sql/002_workflow.sql
+\ir ../../sql/003_roles.sql
+SET LOCAL search_path = public;
+
+SELECT has_schema('Billing Outbox');
+SELECT has_schema('billing_wf');
+SELECT tables_are('Billing Outbox', ARRAY['messages', 'settings', 'leases', 'instances']);
+SELECT tables_are('billing_wf', ARRAY['instances', 'processed_messages', 'compensations']);
+SELECT is((SELECT partition_count FROM "Billing Outbox".settings), 8, 'partition count from outboxd.partitions');
+SELECT is((SELECT count(*) FROM "Billing Outbox".leases), 8::bigint, '8 lease rows');
+SELECT is_empty($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace = '"Billing Outbox"'::regnamespace AND p.proname NOT IN ('messages_set_partition', 'text_ok')
+     AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path="Billing Outbox", pg_catalog, pg_temp']$$,
+  'outbox functions pin the quoted schema');
+SELECT is_empty($$
+  SELECT p.oid::regprocedure::text FROM pg_proc p
+   WHERE p.pronamespace = 'billing_wf'::regnamespace
+     AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=billing_wf, "Billing Outbox", pg_catalog, pg_temp']$$,
+  'workflow functions pin both schemas');
+
+SELECT "Billing Outbox".enqueue('invoices', 'inv-1', 'x', session_id => 'acct-9') AS inv_id \gset
+SELECT is((SELECT partition FROM "Billing Outbox".messages WHERE id = :inv_id), sqltest.partition_of('acct-9', 8),
+  'enqueue into the custom schema, partition modulo 8');
+SELECT is((SELECT count(*) FROM outbox.messages), 0::bigint, 'the default outbox is untouched');
+
+SELECT billing_wf.start('acct-9', 'dunning', 'Open', correlation_id => 'c-9') AS started \gset
+SELECT billing_wf.set_timeout('acct-9', 'acct-9:reminder:1', now() + interval '7 days', 'invoices', '{}'::jsonb) AS t1 \gset
+SELECT results_eq($$SELECT session_id, correlation_id, status FROM "Billing Outbox".messages WHERE message_id = 'acct-9:reminder:1'$$,
+  $$VALUES ('acct-9', 'c-9', 'pending')$$, 'the workflow schema schedules into its own outbox');
+SELECT is(billing_wf.clear_timeout('acct-9'), true, '... and cancels there');
+SELECT is((SELECT count(*) FROM workflow.instances), 0::bigint, 'the default workflow schema is untouched');
+
+-- The wake-up channel is <schema>_wakeup. A stand-in pg_notify in the outbox
+-- schema (searched before pg_catalog by its functions) records the call.
+CREATE TABLE pg_temp.notified (channel text, payload text);
+CREATE FUNCTION "Billing Outbox".pg_notify(channel text, payload text) RETURNS void LANGUAGE sql
+  AS $$ INSERT INTO pg_temp.notified VALUES (channel, payload) $$;
+INSERT INTO "Billing Outbox".instances (instance_id, idle) VALUES ('i-1', true);
+SELECT "Billing Outbox".enqueue('invoices', 'inv-2', 'x') AS inv2 \gset
+SELECT results_eq('SELECT channel, payload FROM pg_temp.notified', $$VALUES ('Billing Outbox_wakeup', '')$$,
+  'wake-up channel is "Billing Outbox_wakeup"');
+DROP FUNCTION "Billing Outbox".pg_notify(text, text);
+
+SELECT has_role('Billing Outbox_writer');
+SELECT has_role('Billing Outbox_dispatcher');
+SELECT is(sqltest.try_as('Billing Outbox_writer', $$SELECT "Billing Outbox".enqueue('invoices', 'inv-3', 'x')$$), 'ok',
+  'its writer enqueues into it');
+SELECT is(sqltest.try_as('Billing Outbox_writer', $$SELECT billing_wf.start('acct-10', 'dunning', 'Open')$$), 'ok',
+  '... and writes its workflow state');
+SELECT is(sqltest.try_as('Billing Outbox_writer', $$SELECT outbox.enqueue('orders', 'x-1', 'x')$$), '42501',
+  '... but has no access to the default outbox');
+SELECT is(sqltest.try_as('outbox_writer', $$SELECT "Billing Outbox".enqueue('invoices', 'inv-4', 'x')$$), '42501',
+  'the default writer has no access to it');
+SELECT is(sqltest.try_as('Billing Outbox_dispatcher', $$SELECT count(*) FROM "Billing Outbox".messages$$), 'ok',
+  'its dispatcher reads its messages');
+SELECT is(sqltest.try_as('Billing Outbox_dispatcher', $$SELECT count(*) FROM outbox.messages$$), '42501',
+  '... and not the default outbox''s');
+
+SELECT is("Billing Outbox".set_partition_count(4),
+  (SELECT count(*) FROM "Billing Outbox".messages
+    WHERE status IN ('pending', 'parked') AND partition <> sqltest.partition_of(coalesce(session_id, message_id), 4)),
+  'set_partition_count in the custom schema re-hashes its rows');
+SELECT matches((SELECT prosrc FROM pg_proc WHERE oid = '"Billing Outbox".messages_set_partition()'::regprocedure),
+  'OPERATOR\(pg_catalog\.%\) 4;', '... rewrites its own trigger function');
+
+SELECT * FROM finish();
+ROLLBACK;
