@@ -12,13 +12,22 @@
 DO $$
 DECLARE
   s text := coalesce(nullif(current_setting('outboxd.schema', true), ''), 'outbox');
+  partitions text := coalesce(nullif(current_setting('outboxd.partitions', true), ''), '64');
 BEGIN
   -- Derived names (<schema>_wakeup, <schema>_dispatcher) must fit in 63 bytes.
   IF octet_length(s) > 52 OR s ~ '[[:cntrl:]]' THEN
     RAISE EXCEPTION 'outboxd.schema must be 1..52 bytes without control characters'
       USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', s);
+  IF partitions !~ '^\s*[0-9]{1,4}\s*$' OR partitions::int NOT BETWEEN 1 AND 4096 THEN
+    RAISE EXCEPTION 'outboxd.partitions must be an integer 1..4096, not "%"', partitions
+      USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- outboxd migrate creates the schema beforehand; CREATE SCHEMA IF NOT EXISTS
+  -- would still need the CREATE privilege on the database.
+  IF NOT EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspname = s) THEN
+    EXECUTE format('CREATE SCHEMA %I', s);
+  END IF;
   EXECUTE format('COMMENT ON SCHEMA %I IS %L', s,
     'Transactional outbox: rows written by applications, published by outboxd.');
   PERFORM set_config('search_path', format('%I, pg_catalog, pg_temp', s), false);
@@ -26,12 +35,24 @@ END
 $$;
 
 -- ---------------------------------------------------------------------------
--- Validation helper
+-- Validation helpers
 -- ---------------------------------------------------------------------------
+
+-- A SQL-standard body is bound when it is created, so it needs no pinned
+-- search_path; without SET it can be inlined into the caller's plan, which
+-- makes the common, valid case cost nothing.
+CREATE FUNCTION text_ok(value text, max_length int)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN value ~ '^[^[:cntrl:]]+$' AND length(value) <= max_length;
+
+COMMENT ON FUNCTION text_ok(text, int) IS
+  'True if value is 1..max_length characters without control characters; NULL for NULL. '
+  'The same rule as the CHECK constraints of messages.';
 
 CREATE FUNCTION require_text(field text, value text, max_length int, required boolean DEFAULT false)
 RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 BEGIN
@@ -52,18 +73,6 @@ BEGIN
   END IF;
 END
 $$;
-
--- A SQL-standard body is bound when it is created, so it needs no pinned
--- search_path; without SET it can be inlined into the caller's plan, which
--- makes the common, valid case cost nothing.
-CREATE FUNCTION text_ok(value text, max_length int)
-RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN value ~ '^[^[:cntrl:]]+$' AND length(value) <= max_length;
-
-COMMENT ON FUNCTION text_ok(text, int) IS
-  'True if value is 1..max_length characters without control characters; NULL for NULL. '
-  'The same rule as the CHECK constraints of messages.';
 
 COMMENT ON FUNCTION require_text(text, text, int, boolean) IS
   'Raises SQLSTATE 22023 naming the field unless value is NULL (allowed unless required) '
@@ -280,14 +289,8 @@ COMMENT ON FUNCTION set_partition_count(int) IS
 
 DO $$
 DECLARE
-  raw text := coalesce(nullif(current_setting('outboxd.partitions', true), ''), '64');
-  n int;
+  n int := coalesce(nullif(current_setting('outboxd.partitions', true), ''), '64')::int;  -- checked above
 BEGIN
-  IF raw !~ '^\s*[0-9]{1,4}\s*$' OR raw::int NOT BETWEEN 1 AND 4096 THEN
-    RAISE EXCEPTION 'outboxd.partitions must be an integer 1..4096, not "%"', raw
-      USING ERRCODE = 'invalid_parameter_value';
-  END IF;
-  n := raw::int;
   INSERT INTO settings (partition_count) VALUES (n);
   INSERT INTO leases (partition) SELECT generate_series(0, n - 1);
   PERFORM write_partition_function(n);

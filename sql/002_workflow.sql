@@ -25,7 +25,9 @@ BEGIN
     RAISE EXCEPTION 'outbox schema "%" not found: apply 001_outbox.sql first', s
       USING ERRCODE = 'undefined_table';
   END IF;
-  EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', w);
+  IF NOT EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspname = w) THEN
+    EXECUTE format('CREATE SCHEMA %I', w);
+  END IF;
   EXECUTE format('COMMENT ON SCHEMA %I IS %L', w,
     'Workflow state owned by the application: state records, processed message ids, '
     'compensations, timeouts (scheduled rows in outbox schema ' || s || ').');

@@ -62,7 +62,8 @@ BEGIN
   EXECUTE format('GRANT EXECUTE ON FUNCTION %1$I.enqueue(text, text, bytea, text, text, text, text, text, text, jsonb, interval, text, timestamptz), '
                  '%1$I.enqueue(text, text, jsonb, text, text, text, text, text, text, jsonb, interval, text, timestamptz), '
                  '%1$I.enqueue(text, text, text, text, text, text, text, text, text, jsonb, interval, text, timestamptz), '
-                 '%1$I.cancel(text), %1$I.require_text(text, text, int, boolean) TO %2$I', s, writer);
+                 '%1$I.cancel(text), %1$I.require_text(text, text, int, boolean), %1$I.text_ok(text, int) TO %2$I',
+                 s, writer);
   EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %I TO %I', w, writer);
   EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA %I TO %I', w, writer);
 

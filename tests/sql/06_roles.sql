@@ -1,7 +1,7 @@
 -- Privileges of outbox_writer and outbox_dispatcher, tried for real under SET ROLE.
 BEGIN;
 SET search_path = public;
-SELECT plan(37);
+SELECT plan(40);
 
 SELECT outbox.enqueue('orders', 'other-app-1', 'secret') AS other_id \gset
 SELECT workflow.start('wf-r', 'order', 'New') AS started \gset
@@ -60,6 +60,30 @@ SELECT is(sqltest.try_as('outbox_writer',
       DELETE FROM workflow.processed_messages; SELECT * FROM workflow.compensations$$), 'ok',
   'writer: plain DML on workflow tables');
 SELECT is(sqltest.try_as('outbox_writer', 'CREATE TABLE workflow.mine (x int)'), '42501', 'writer: cannot CREATE in workflow');
+
+-- The same in a fresh session that has never run these functions as a more
+-- privileged role: cached plans (with inlined helpers) must not hide a missing grant.
+SELECT is(dblink_connect('fresh', sqltest.conninfo()), 'OK', 'a fresh session');
+SELECT lives_ok($$SELECT * FROM dblink('fresh', $q$
+    SET ROLE outbox_writer;
+    SELECT outbox.enqueue('orders', 'fresh-1', 'x'),
+           outbox.enqueue('orders', 'fresh-2', '{}'::jsonb, session_id => 'fresh'),
+           outbox.enqueue('orders', 'fresh-3', '\x00'::bytea, due_at => now() + interval '1 hour'),
+           outbox.cancel('fresh-3'),
+           workflow.start('wf-fresh', 'order', 'New', correlation_id => 'c', originating_message_id => 'o'),
+           workflow.save('wf-fresh', 1, 'Paid', '{"a": 1}'),
+           workflow.record_processed('wf-fresh', 'm-1'),
+           workflow.set_timeout('wf-fresh', 'wf-fresh:timeout:1', now() + interval '1 day', 'orders', '{}'::jsonb),
+           workflow.set_timeout('wf-fresh', 'wf-fresh:timeout:2', now() + interval '1 day', 'orders', 'text'),
+           workflow.clear_timeout('wf-fresh'),
+           workflow.record_compensation('wf-fresh', 'refund', 'wf-fresh:refund:1'),
+           workflow.set_compensation_status('wf-fresh', 'refund', 'failed', 'boom'),
+           workflow.purge_processed('1 day')::text$q$) AS t(a text, b text, c text, d text, e text, f text, g text,
+                                                         h text, i text, j text, k text, l text, m text)$$,
+  'writer in a fresh session: every function, with valid arguments');
+SELECT throws_ok($$SELECT * FROM dblink('fresh', $q$SELECT workflow.start(repeat('x', 200), 'k', 's')$q$) AS t(a text)$$,
+  '22023', NULL, 'writer in a fresh session: validation errors name the field (22023), not a privilege error');
+SELECT dblink_disconnect('fresh') AS d \gset
 
 -- dispatcher -------------------------------------------------------------------
 
