@@ -32,10 +32,10 @@ as_postgres() {
 }
 
 start_scratch() {
-  bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  bindir=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   [ -x "$bindir/initdb" ] || { echo "run.sh: OUTBOXD_TEST_PG_URL unset and no PostgreSQL server binaries found" >&2; exit 2; }
   scratch=$(mktemp -d /tmp/outboxd-sqltest.XXXXXX)
-  [ "$(id -u)" = 0 ] && chown postgres "$scratch"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$scratch"; fi
   as_postgres "$bindir/initdb" -D "$scratch/data" -A trust -U postgres --no-sync >/dev/null
   # Socket only, in a private directory: no port can clash.
   as_postgres "$bindir/pg_ctl" -D "$scratch/data" -l "$scratch/log" -w \

@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$file" ] || { echo "psql_fresh_db.sh: no --file given" >&2; exit 2; }
 
-name=$(basename "$file" .sql | tr -c 'a-zA-Z0-9_\n' '_' | tr 'A-Z' 'a-z')
+name=$(basename "$file" .sql | tr '[:upper:]' '[:lower:]' | tr -c 'a-z0-9_\n' '_')
 db="${OUTBOXD_SQLTEST_TEMPLATE}_${name}"
 
 admin() { psql -X -q -v ON_ERROR_STOP=1 -d "$OUTBOXD_SQLTEST_URL" "$@" >/dev/null; }
