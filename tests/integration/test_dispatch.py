@@ -138,9 +138,13 @@ def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, 
     consumer = Consumer(broker, queue)
     daemon = start_daemon(workdir, database, broker,
                           dispatch={"max_attempts": 3, "backoff_initial_ms": 50, "backoff_max_ms": 200})
+    # The schema refuses nested headers at insert; a row that got past it anyway
+    # (constraint dropped by hand, older schema) must still be handled.
+    database.query("ALTER TABLE outbox.messages DROP CONSTRAINT messages_headers_valid")
     try:
         with database.connect() as conn, conn.cursor() as cur:
-            enqueue(cur, queue, "bad-1", b"x", session_id="bad", headers=json.dumps({"nested": {"a": 1}}))
+            cur.execute("INSERT INTO outbox.messages (message_id, destination, session_id, headers) "
+                        "VALUES ('bad-1', %s, 'bad', '{\"nested\": {\"a\": 1}}')", (queue,))
             enqueue(cur, queue, "bad-2", b"x", session_id="bad")
             for i in range(20):
                 enqueue(cur, queue, f"good-{i}", b"x", session_id=f"good{i % 4}")
