@@ -32,7 +32,7 @@ class CrossCheck {
 void resolve_sasl(BrokerConfig& broker, CrossCheck& check);
 
 // All other cross-field rules: ordering of timings, lease arithmetic, schema
-// names, TLS files, passwords given twice.
+// names, TLS settings, passwords given twice.
 void validate(const Config& config, CrossCheck& check);
 
 }  // namespace outboxd::config

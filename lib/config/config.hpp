@@ -20,6 +20,8 @@ struct TlsConfig {
   std::string cert_file;          // client certificate (EXTERNAL)
   std::string key_file;
   bool verify_host = true;
+
+  bool operator==(const TlsConfig&) const = default;
 };
 
 struct DatabaseConfig {
@@ -29,6 +31,8 @@ struct DatabaseConfig {
   milliseconds statement_timeout{30000};
   milliseconds reconnect_min{100};
   milliseconds reconnect_max{10000};
+
+  bool operator==(const DatabaseConfig&) const = default;
 };
 
 struct BrokerConfig {
@@ -45,12 +49,16 @@ struct BrokerConfig {
   milliseconds reconnect_min{100};
   milliseconds reconnect_max{10000};
   milliseconds outcome_timeout{30000};       // no outcome by then: treat as unknown
+
+  bool operator==(const BrokerConfig&) const = default;
 };
 
 struct OutboxConfig {
   std::string schema = "outbox";
   std::string workflow_schema = "workflow";
   int partitions = 64;            // used by `migrate` when it creates the schema
+
+  bool operator==(const OutboxConfig&) const = default;
 };
 
 struct DispatchConfig {
@@ -67,6 +75,8 @@ struct DispatchConfig {
   milliseconds poll_interval{30000};         // fallback poll when no NOTIFY arrives
   milliseconds shutdown_timeout{10000};      // wait for in-flight outcomes on SIGTERM
   milliseconds stats_interval{10000};        // info log of rates
+
+  bool operator==(const DispatchConfig&) const = default;
 };
 
 struct RetentionConfig {
@@ -74,6 +84,8 @@ struct RetentionConfig {
   milliseconds keep_for{std::chrono::hours(24 * 7)};  // mode keep: purge after this
   int purge_batch = 1000;
   milliseconds purge_interval{60000};
+
+  bool operator==(const RetentionConfig&) const = default;
 };
 
 struct LeaseConfig {
@@ -81,15 +93,21 @@ struct LeaseConfig {
   milliseconds lease_ttl{30000};
   milliseconds renew_interval{10000};
   milliseconds safety_margin{5000};          // stop publishing this long before expiry
+
+  bool operator==(const LeaseConfig&) const = default;
 };
 
 struct LogConfig {
   std::string level = "info";     // trace debug info warn error critical off
   LogFormat format = LogFormat::human;
+
+  bool operator==(const LogConfig&) const = default;
 };
 
 struct HttpConfig {
   std::string listen;             // host:port for /metrics /healthz /readyz; empty: off
+
+  bool operator==(const HttpConfig&) const = default;
 };
 
 struct Config {
@@ -102,6 +120,8 @@ struct Config {
   LeaseConfig leases;
   LogConfig log;
   HttpConfig http;
+
+  bool operator==(const Config&) const = default;
 };
 
 // The names used in the YAML file ("azure-servicebus", "delete", "json").

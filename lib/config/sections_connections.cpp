@@ -45,11 +45,23 @@ void read_sasl_mechanisms(MapReader& broker, std::vector<std::string>& out) {
   out = std::move(mechanisms);
 }
 
+void read_tls_file(MapReader& tls, std::string_view key, std::string& out) {
+  std::string path;
+  std::string written;
+  if (!tls.file_path(key, path, &written)) return;
+  // Checked now so that check-config finds it, not the first connection attempt.
+  if (const auto readable = check_readable_file(path, written); !readable) {
+    tls.report(key, readable.error().message);
+    return;
+  }
+  out = std::move(path);
+}
+
 void read_tls(MapReader& broker, TlsConfig& out) {
   MapReader tls = broker.section("tls");
-  tls.file_path("ca_file", out.ca_file);
-  tls.file_path("cert_file", out.cert_file);
-  tls.file_path("key_file", out.key_file);
+  read_tls_file(tls, "ca_file", out.ca_file);
+  read_tls_file(tls, "cert_file", out.cert_file);
+  read_tls_file(tls, "key_file", out.key_file);
   tls.boolean("verify_host", out.verify_host);
 }
 
@@ -58,15 +70,16 @@ void read_tls(MapReader& broker, TlsConfig& out) {
 void read_password(MapReader& section, std::string& out) {
   std::string password;
   std::string file;
+  std::string written;
   const bool has_password = section.secret("password", password);
-  const bool has_file = section.file_path("password_file", file);
+  const bool has_file = section.file_path("password_file", file, &written);
   if (has_password && has_file) {
     section.report("password_file", "give either password or password_file, not both");
     return;
   }
   if (has_password) out = std::move(password);
   if (!has_file) return;
-  auto content = read_secret_file(file);
+  auto content = read_secret_file(file, written);
   if (!content) {
     section.report("password_file", content.error().message);
     return;

@@ -20,6 +20,16 @@ std::string describe_database(const std::string& url) {
   return out;
 }
 
+// Normalised to scheme://host:port, so the port in use shows even when the url leaves it out.
+std::string describe_broker(const std::string& url) {
+  const auto parsed = parse_amqp_url(url);
+  if (!parsed) return redact(url);
+  const AmqpEndpoint& endpoint = parsed.value();
+  const bool ipv6 = endpoint.host.find(':') != std::string::npos;
+  return std::string(endpoint.tls ? "amqps://" : "amqp://") + (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) +
+         ":" + std::to_string(endpoint.port);
+}
+
 std::string describe_sasl(const BrokerConfig& broker) {
   if (broker.sasl_mechanisms.empty()) return "no SASL mechanism";
   std::string out;
@@ -37,7 +47,7 @@ std::string describe_sasl(const BrokerConfig& broker) {
 
 std::string summary(const Config& config) {
   std::string out = "ok: database " + describe_database(config.database.url);
-  out += ", broker " + redact(config.broker.url);
+  out += ", broker " + describe_broker(config.broker.url);
   out += " (" + std::string(to_string(config.broker.profile)) + ", " + describe_sasl(config.broker) + ")";
   out += ", schema " + config.outbox.schema;
   out += ", " + std::to_string(config.outbox.partitions) + (config.outbox.partitions == 1 ? " partition" : " partitions");

@@ -1,8 +1,4 @@
-// Rules that involve more than one key: timing order, lease arithmetic, schema names, TLS files, passwords.
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
+// Rules that involve more than one key: timing order, lease arithmetic, schema names, TLS, passwords.
 #include "config/checks.hpp"
 #include "config/scalar.hpp"
 #include "config/url.hpp"
@@ -33,19 +29,9 @@ void check_database(const DatabaseConfig& database, CrossCheck& check) {
   }
 }
 
-void check_readable(std::string_view key, const std::string& path, CrossCheck& check) {
-  if (path.empty() || !check.usable({key})) return;
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    check.fail({key}, "cannot read " + quote_value(path) + ": " + std::strerror(errno));
-    return;
-  }
-  std::fclose(file);
-}
-
 void check_tls(const TlsConfig& tls, CrossCheck& check) {
   const bool any_file = !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty();
-  if (!tls.enabled && any_file && check.usable({"broker.url"})) {
+  if (!tls.enabled && any_file && check.usable({"broker.url", "broker.tls"})) {
     check.fail({"broker.tls.ca_file", "broker.tls.cert_file", "broker.tls.key_file"},
                "TLS files need an amqps:// url (broker.url is amqp://)");
   }
@@ -53,9 +39,6 @@ void check_tls(const TlsConfig& tls, CrossCheck& check) {
     check.fail({"broker.tls.cert_file", "broker.tls.key_file"},
                "tls.cert_file and tls.key_file go together: give both or neither");
   }
-  check_readable("broker.tls.ca_file", tls.ca_file, check);
-  check_readable("broker.tls.cert_file", tls.cert_file, check);
-  check_readable("broker.tls.key_file", tls.key_file, check);
 }
 
 void check_dispatch(const DispatchConfig& dispatch, CrossCheck& check) {

@@ -6,7 +6,6 @@
 
 #include "config/env_substitution.hpp"
 #include "config/scalar.hpp"
-#include "config/suggest.hpp"
 
 namespace outboxd::config {
 namespace {
@@ -40,55 +39,6 @@ std::string range_message(IntRange range, std::string_view got) {
 Position position_of(const YAML::Mark& mark) {
   if (mark.line < 0 || mark.column < 0) return {};
   return Position{mark.line + 1, mark.column + 1};
-}
-
-void ReadContext::note_unknown(std::string parent, std::string key, Position at) {
-  unknown_.push_back(Unknown{std::move(parent), std::move(key), at});
-}
-
-std::optional<std::string> ReadContext::suggestion_for(const Unknown& unknown) const {
-  const std::string prefix = unknown.parent.empty() ? "" : unknown.parent + ".";
-  std::vector<std::string> siblings;
-  for (const auto& path : known_) {
-    if (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
-        path.find('.', prefix.size()) == std::string::npos) {
-      siblings.push_back(path.substr(prefix.size()));
-    }
-  }
-  // A duration given without its unit suffix is the likeliest mistake of all.
-  for (const char* suffix : {"_ms", "_s"}) {
-    const std::string with_unit = unknown.key + suffix;
-    if (std::find(siblings.begin(), siblings.end(), with_unit) != siblings.end()) return with_unit;
-  }
-  if (auto close = closest_match(unknown.key, siblings)) return close;
-  // The right key in the wrong section, if only one section has it.
-  std::optional<std::string> elsewhere;
-  for (const auto& path : known_) {
-    const auto dot = path.rfind('.');
-    const std::string_view leaf = dot == std::string::npos ? std::string_view(path) : std::string_view(path).substr(dot + 1);
-    if (leaf != unknown.key || path == elsewhere) continue;
-    if (elsewhere) return std::nullopt;
-    elsewhere = path;
-  }
-  return elsewhere;
-}
-
-std::vector<std::string> ReadContext::known_paths() const {
-  std::vector<std::string> out;
-  for (const auto& path : known_) {
-    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
-  }
-  return out;
-}
-
-void ReadContext::report_unknown_keys() {
-  for (const auto& unknown : unknown_) {
-    std::string message = "unknown key " + quote_value(unknown.key);
-    if (const auto suggestion = suggestion_for(unknown)) message += " (did you mean " + quote_value(*suggestion) + "?)";
-    const std::string path = unknown.parent.empty() ? unknown.key : unknown.parent + "." + unknown.key;
-    diagnostics.add(unknown.at, path, std::move(message));
-  }
-  unknown_.clear();
 }
 
 MapReader::MapReader(ReadContext& context, const YAML::Node& node, std::string path, Position at)
@@ -227,10 +177,11 @@ bool MapReader::nonempty_text(std::string_view key, std::string& out) {
   return true;
 }
 
-bool MapReader::file_path(std::string_view key, std::string& out) {
+bool MapReader::file_path(std::string_view key, std::string& out, std::string* written) {
   std::string value;
   if (!text(key, value)) return false;
   if (value.empty()) return report(key, "must not be empty (leave the key out instead)");
+  if (written != nullptr) *written = value;
   std::filesystem::path path(value);
   if (path.is_relative() && !context_.base_dir.empty()) path = (context_.base_dir / path).lexically_normal();
   out = path.string();

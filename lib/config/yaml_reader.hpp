@@ -74,7 +74,9 @@ class MapReader {
   bool nonempty_text(std::string_view key, std::string& out);  // "" is an error: leave the key out instead
   bool required_text(std::string_view key, std::string& out);
   bool secret(std::string_view key, std::string& out);     // never echoed in messages
-  bool file_path(std::string_view key, std::string& out);  // relative: against the config's directory
+  // Relative paths are resolved against the config's directory; `written`
+  // receives the path as the file gives it, for messages.
+  bool file_path(std::string_view key, std::string& out, std::string* written = nullptr);
   bool integer(std::string_view key, int& out, IntRange range);
   bool millis(std::string_view key, std::chrono::milliseconds& out, IntRange range);
   bool seconds(std::string_view key, std::chrono::milliseconds& out, IntRange range);
