@@ -1,0 +1,241 @@
+// Connection lifecycle of the publisher: connect, accept work, lose and re-open, timers, shutdown.
+#include "amqp/connection_handler.hpp"
+
+#include <algorithm>
+
+#include <proton/duration.hpp>
+#include <proton/error_condition.hpp>
+#include <proton/work_queue.hpp>
+
+#include "amqp/destination.hpp"
+#include "amqp/message_mapping.hpp"
+
+namespace outboxd::amqp {
+
+using core::DeliveryOutcome;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::uint64_t seed_from_clock(const void* self) {
+  const auto ticks = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return ticks ^ reinterpret_cast<std::uintptr_t>(self);
+}
+
+std::string ms_text(milliseconds value) { return std::to_string(value.count()) + " ms"; }
+
+}  // namespace
+
+ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, ConnectionSettings settings,
+                                     proton::connection_options options, OutcomeSink& sink,
+                                     std::atomic<bool>& connected)
+    : broker_(broker),
+      settings_(std::move(settings)),
+      options_(std::move(options)),
+      sink_(sink),
+      connected_(connected),
+      random_(seed_from_clock(this)),
+      backoff_(broker.reconnect_min, broker.reconnect_max, random_),
+      links_(sink) {}
+
+void ConnectionHandler::guarded(const char* where, const std::function<void()>& step) {
+  std::string failure;
+  try {
+    step();
+    return;
+  } catch (const std::exception& e) {
+    failure = std::string("internal error in ") + where + ": " + e.what();
+  } catch (...) {
+    failure = std::string("internal error in ") + where;
+  }
+  try {
+    connection_lost(failure, true);
+  } catch (...) {
+    // Nothing sensible is left to do on this container: end it; Publisher
+    // answers what is left and starts a fresh one.
+    try {
+      if (container_) container_->stop();
+    } catch (...) {
+    }
+  }
+}
+
+void ConnectionHandler::on_container_start(proton::container& container) {
+  container_ = &container;
+  state_ = State::idle;
+  guarded("connect", [this] { connect(); });
+}
+
+void ConnectionHandler::connect() {
+  state_ = State::connecting;
+  attempt_started_ = now();
+  connection_ = container_->connect(settings_.url, options_);
+  arm_timer();
+}
+
+bool ConnectionHandler::is_current(const proton::connection& connection) const {
+  return connection_ && connection == connection_;
+}
+
+void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch) {
+  const auto at = now();
+  for (auto& row : batch) {
+    guarded("publish", [&] { accept_one(row, at); });
+  }
+  guarded("publish", [this] {
+    arm_timer();
+    flush();
+  });
+}
+
+void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime at) {
+  auto answer = [&](DeliveryOutcome outcome, std::string reason) {
+    sink_.on_outcome({row.id, outcome, std::move(reason)});
+  };
+  if (state_ == State::stopping || state_ == State::stopped) return answer(DeliveryOutcome::unknown, "publisher stopping");
+  if (row.destination.empty()) return answer(DeliveryOutcome::rejected, "destination is empty");
+  auto message = to_amqp(row, broker_.profile);
+  if (!message) return answer(DeliveryOutcome::rejected, message.error().message);
+  if (state_ != State::connecting && state_ != State::up) {
+    return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);
+  }
+  links_.enqueue(connection_, row.destination, target_for(row.destination, broker_.profile), row.id,
+                 std::move(message).value(), at);
+}
+
+void ConnectionHandler::connection_lost(const std::string& reason, bool close_it) {
+  if (close_it && connection_) {
+    connection_.close(proton::error_condition("outboxd:abandoned", reason));
+    flush();
+  }
+  connection_ = proton::connection();
+  if (state_ == State::stopping || state_ == State::stopped) {
+    links_.fail_all(reason);
+    return stop_container();
+  }
+  const bool was_up = state_ == State::up;
+  const bool was_trying = was_up || state_ == State::connecting || state_ == State::idle;
+  connected_ = false;
+  if (!was_trying) return links_.fail_all(reason);  // already waiting to reconnect
+  last_error_ = reason;
+  sink_.on_connection(false, reason);  // first, so that logs read "lost", then the rows it took along
+  links_.fail_all(reason);
+  if (was_up && now() - up_since_ >= broker_.reconnect_max) backoff_.reset();
+  state_ = State::waiting;
+  reconnect_at_ = now() + backoff_.next();
+  arm_timer();
+}
+
+void ConnectionHandler::begin_shutdown() {
+  guarded("shutdown", [this] {
+    if (state_ == State::stopping || state_ == State::stopped) return;
+    const bool was_up = state_ == State::up;
+    connected_ = false;
+    state_ = State::stopping;
+    if (was_up) sink_.on_connection(false, "publisher stopping");
+    links_.fail_all("publisher stopping");
+    if (!connection_) return stop_container();
+    connection_.close();  // graceful: the broker answers, then the transport closes
+    flush();
+    shutdown_deadline_ = now() + kCloseGrace;
+    arm_timer();
+  });
+}
+
+void ConnectionHandler::stop_container() {
+  if (state_ == State::stopped) return;
+  state_ = State::stopped;
+  connection_ = proton::connection();
+  if (container_) container_->stop();
+}
+
+void ConnectionHandler::flush() {
+  if (connection_) connection_.work_queue().add([] {});  // add() wakes the connection
+}
+
+void ConnectionHandler::after_run(const std::string& reason) {
+  links_.fail_all(reason);
+  connection_ = proton::connection();
+  if (state_ == State::up) sink_.on_connection(false, reason);
+  connected_ = false;
+  container_ = nullptr;
+  timer_armed_ = false;
+  state_ = State::idle;
+}
+
+std::optional<ConnectionHandler::SteadyTime> ConnectionHandler::next_deadline() const {
+  const auto timeout = broker_.outcome_timeout;
+  switch (state_) {
+    case State::connecting:
+      return attempt_started_ + timeout;
+    case State::waiting:
+      return reconnect_at_;
+    case State::stopping:
+      return shutdown_deadline_;
+    case State::up: {
+      std::optional<SteadyTime> next = links_.next_idle_close(broker_.link_idle_close);
+      auto consider = [&](SteadyTime at) {
+        if (!next || at < *next) next = at;
+      };
+      if (auto oldest = links_.oldest_in_flight()) consider(oldest->first + timeout);
+      if (auto oldest = links_.oldest_queued()) consider(*oldest + timeout);
+      return next;
+    }
+    case State::idle:
+    case State::stopped:
+      break;
+  }
+  return std::nullopt;
+}
+
+void ConnectionHandler::arm_timer() {
+  if (timer_armed_ || !container_ || state_ == State::stopped) return;
+  const auto deadline = next_deadline();
+  if (!deadline) return;
+  auto delay = std::chrono::ceil<milliseconds>(*deadline - now());
+  delay = std::clamp(delay, milliseconds(1), milliseconds(kMaxTimerSlice));
+  timer_armed_ = true;
+  container_->schedule(proton::duration(delay.count()), [this] {
+    timer_armed_ = false;
+    guarded("timer", [this] {
+      on_timer();
+      arm_timer();
+      flush();
+    });
+  });
+}
+
+void ConnectionHandler::on_timer() {
+  const auto at = now();
+  const auto timeout = broker_.outcome_timeout;
+  switch (state_) {
+    case State::waiting:
+      if (at >= reconnect_at_) connect();
+      return;
+    case State::connecting:
+      if (at - attempt_started_ >= timeout) {
+        connection_lost("no connection to " + settings_.host + ":" + settings_.port + " within the outcome timeout (" +
+                            ms_text(timeout) + ")",
+                        true);
+      }
+      return;
+    case State::up:
+      if (auto oldest = links_.oldest_in_flight(); oldest && at - oldest->first >= timeout) {
+        connection_lost("no outcome for row " + std::to_string(oldest->second) + " within the outcome timeout (" +
+                            ms_text(timeout) + "); closing the connection",
+                        true);
+        return;
+      }
+      links_.expire_queued(at, timeout);
+      links_.close_idle(at, broker_.link_idle_close);
+      return;
+    case State::stopping:
+      if (at >= shutdown_deadline_) stop_container();
+      return;
+    case State::idle:
+    case State::stopped:
+      return;
+  }
+}
+
+}  // namespace outboxd::amqp

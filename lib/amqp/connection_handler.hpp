@@ -1,0 +1,118 @@
+// The Proton handler behind Publisher: one broker connection, reconnects, timers, outcomes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <proton/connection.hpp>
+#include <proton/connection_options.hpp>
+#include <proton/container.hpp>
+#include <proton/messaging_handler.hpp>
+
+#include "amqp/connection_settings.hpp"
+#include "amqp/link_set.hpp"
+#include "amqp/outcome.hpp"
+#include "amqp/reconnect_backoff.hpp"
+#include "config/config.hpp"
+#include "core/clock.hpp"
+#include "core/outbox_message.hpp"
+
+namespace outboxd::amqp {
+
+// Everything here runs on the container thread. Proton's reconnect_options
+// are not used: after a graceful broker stop they left links unattached, so
+// the handler opens a fresh connection itself (backoff between attempts) and
+// links are re-created lazily by the next messages.
+//
+// Batches, timers and shutdown run as container-level work, outside any
+// connection's event batch: the proactor writes a connection's pending frames
+// only after one of its own events, so such work ends with flush(), which
+// wakes the connection. Without it, a send or close waits for the next
+// incoming frame or heartbeat.
+//
+// Timers: a pending container::schedule() keeps container::run() alive even
+// after container::stop(), and Proton 0.37 cannot cancel one. So there is at
+// most one timer at a time, armed only while something has a deadline, and
+// never longer than kMaxTimerSlice; stop therefore waits at most that long.
+class ConnectionHandler final : public proton::messaging_handler {
+ public:
+  static constexpr std::chrono::milliseconds kMaxTimerSlice{200};
+  static constexpr std::chrono::milliseconds kCloseGrace{2000};  // for the broker to answer our close
+
+  ConnectionHandler(const config::BrokerConfig& broker, ConnectionSettings settings, proton::connection_options options,
+                    OutcomeSink& sink, std::atomic<bool>& connected);
+
+  // Work handed in from other threads (through the container's work queue).
+  void accept_batch(std::vector<core::OutboxMessage> batch);
+  void begin_shutdown();
+  // After container::run() returned: answer whatever is left, drop Proton objects.
+  void after_run(const std::string& reason);
+
+  // proton::messaging_handler
+  void on_container_start(proton::container& container) override;
+  void on_connection_open(proton::connection& connection) override;
+  void on_sendable(proton::sender& sender) override;
+  void on_tracker_accept(proton::tracker& tracker) override;
+  void on_tracker_reject(proton::tracker& tracker) override;
+  void on_tracker_release(proton::tracker& tracker) override;
+  void on_tracker_settle(proton::tracker& tracker) override;
+  void on_sender_open(proton::sender& sender) override;
+  void on_sender_detach(proton::sender& sender) override;
+  void on_sender_close(proton::sender& sender) override;
+  void on_sender_error(proton::sender& sender) override;
+  void on_session_close(proton::session& session) override;
+  void on_session_error(proton::session& session) override;
+  void on_connection_close(proton::connection& connection) override;
+  void on_connection_error(proton::connection& connection) override;
+  void on_transport_close(proton::transport& transport) override;
+  void on_transport_error(proton::transport& transport) override;
+  void on_receiver_close(proton::receiver& receiver) override;
+  void on_receiver_error(proton::receiver& receiver) override;
+  void on_error(const proton::error_condition& condition) override;
+
+ private:
+  enum class State { idle, connecting, up, waiting, stopping, stopped };
+
+  using SteadyTime = core::SteadyTime;
+  static SteadyTime now() { return std::chrono::steady_clock::now(); }
+
+  // Runs `step` and turns any exception into a failed connection.
+  void guarded(const char* where, const std::function<void()>& step);
+  void connect();
+  void accept_one(core::OutboxMessage& row, SteadyTime at);
+  bool is_current(const proton::connection& connection) const;
+  // Ends the current connection (closing it with `reason` if it is still
+  // open), answers every message it held with `unknown`, then reconnects
+  // after the backoff or, when stopping, stops the container.
+  void connection_lost(const std::string& reason, bool close_it);
+  void stop_container();
+  void flush();
+  void arm_timer();
+  void on_timer();
+  std::optional<SteadyTime> next_deadline() const;
+
+  const config::BrokerConfig broker_;
+  const ConnectionSettings settings_;
+  const proton::connection_options options_;
+  OutcomeSink& sink_;
+  std::atomic<bool>& connected_;
+  core::FastRandom random_;
+  ReconnectBackoff backoff_;
+  LinkSet links_;
+
+  proton::container* container_ = nullptr;
+  proton::connection connection_;
+  State state_ = State::idle;
+  SteadyTime attempt_started_{};
+  SteadyTime up_since_{};
+  SteadyTime reconnect_at_{};
+  SteadyTime shutdown_deadline_{};
+  bool timer_armed_ = false;
+  std::string last_error_ = "not connected yet";
+};
+
+}  // namespace outboxd::amqp

@@ -1,0 +1,187 @@
+// Sender links per destination: lazy open, credit-bounded sending, outcome bookkeeping by tag.
+#include "amqp/link_set.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <proton/delivery_mode.hpp>
+#include <proton/sender_options.hpp>
+#include <proton/symbol.hpp>
+#include <proton/target.hpp>
+#include <proton/target_options.hpp>
+
+#include "amqp/proton_access.hpp"
+
+namespace outboxd::amqp {
+
+using core::DeliveryOutcome;
+
+namespace {
+
+proton::sender_options sender_options_for(const std::string& name, const Target& target) {
+  proton::target_options to;
+  to.address(target.address);
+  if (target.durable_target) to.durability_mode(proton::target::CONFIGURATION);
+  if (!target.capabilities.empty()) {
+    std::vector<proton::symbol> symbols(target.capabilities.begin(), target.capabilities.end());
+    to.capabilities(symbols);
+  }
+  proton::sender_options options;
+  // At least once: the broker settles first and tells the outcome; Proton
+  // settles our side when the settled disposition arrives (auto_settle).
+  options.name(name).delivery_mode(proton::delivery_mode::AT_LEAST_ONCE).auto_settle(true).target(to);
+  return options;
+}
+
+}  // namespace
+
+LinkSet::Link& LinkSet::open_link(proton::connection& connection, const std::string& destination,
+                                  const Target& target, SteadyTime now) {
+  Link link;
+  link.name = "outboxd:" + destination + ":" + std::to_string(++links_opened_);
+  link.address = target.address;
+  link.sender = connection.open_sender(target.address, sender_options_for(link.name, target));
+  link.last_used = now;
+  destination_of_[link.name] = destination;
+  return links_.insert_or_assign(destination, std::move(link)).first->second;
+}
+
+void LinkSet::enqueue(proton::connection& connection, const std::string& destination, const Target& target,
+                      core::RowId id, proton::message message, SteadyTime now) {
+  auto found = links_.find(destination);
+  Link& link = found != links_.end() ? found->second : open_link(connection, destination, target, now);
+  link.queue.push_back({id, std::move(message), now});
+  pump(link, now);
+}
+
+void LinkSet::on_sendable(const proton::sender& sender, SteadyTime now) {
+  if (Link* link = by_name(sender.name())) pump(*link, now);
+}
+
+void LinkSet::pump(Link& link, SteadyTime now) {
+  while (!link.queue.empty() && link.sender.credit() > 0) {
+    const Pending& next = link.queue.front();
+    const std::uint64_t tag = ++last_tag_;
+    link.sender.send(next.message, make_tag(tag));
+    in_flight_.emplace(tag, InFlight{next.id, link.name, now});
+    ++link.in_flight;
+    link.last_used = now;
+    link.queue.pop_front();
+  }
+}
+
+void LinkSet::settle(const proton::binary& tag, DeliveryOutcome outcome, std::string reason, SteadyTime now) {
+  const auto number = tag_value(tag);
+  if (!number) return;
+  const auto found = in_flight_.find(*number);
+  if (found == in_flight_.end()) return;
+  const InFlight delivery = found->second;
+  in_flight_.erase(found);
+  if (Link* link = by_name(delivery.link_name)) {
+    --link->in_flight;
+    link->last_used = now;
+  }
+  report(delivery.id, outcome, std::move(reason));
+}
+
+void LinkSet::link_closed(const proton::sender& sender, const std::string& reason, bool refused) {
+  const std::string link_name = sender.name();
+  Link* link = by_name(link_name);
+  if (!link) return;  // closed by us for idleness, or already replaced
+  const std::string why = "link to " + link->address + " closed: " + reason;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (it->second.link_name == link_name) {
+      report(it->second.id, DeliveryOutcome::unknown, why);
+      it = in_flight_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& pending : link->queue) {
+    report(pending.id, refused ? DeliveryOutcome::rejected : DeliveryOutcome::unknown, why);
+  }
+  forget(link_name);
+}
+
+void LinkSet::fail_all(const std::string& reason) {
+  for (const auto& [tag, delivery] : in_flight_) report(delivery.id, DeliveryOutcome::unknown, reason);
+  in_flight_.clear();
+  for (auto& [destination, link] : links_) {
+    for (const auto& pending : link.queue) report(pending.id, DeliveryOutcome::unknown, reason);
+  }
+  links_.clear();
+  destination_of_.clear();
+}
+
+void LinkSet::expire_queued(SteadyTime now, Duration timeout) {
+  for (auto& [destination, link] : links_) {
+    while (!link.queue.empty() && now - link.queue.front().queued_at >= timeout) {
+      report(link.queue.front().id, DeliveryOutcome::unknown,
+             "no link credit from the broker for " + link.address + " within the outcome timeout");
+      link.queue.pop_front();
+    }
+  }
+}
+
+void LinkSet::close_idle(SteadyTime now, Duration idle) {
+  std::vector<std::string> idle_links;
+  for (const auto& [destination, link] : links_) {
+    if (link.queue.empty() && link.in_flight == 0 && now - link.last_used >= idle) idle_links.push_back(link.name);
+  }
+  for (const auto& link_name : idle_links) {
+    by_name(link_name)->sender.close();
+    forget(link_name);
+  }
+}
+
+std::optional<std::pair<LinkSet::SteadyTime, core::RowId>> LinkSet::oldest_in_flight() const {
+  if (in_flight_.empty()) return std::nullopt;
+  const InFlight& oldest = in_flight_.begin()->second;
+  return std::make_pair(oldest.sent_at, oldest.id);
+}
+
+std::optional<LinkSet::SteadyTime> LinkSet::oldest_queued() const {
+  std::optional<SteadyTime> oldest;
+  for (const auto& [destination, link] : links_) {
+    if (!link.queue.empty() && (!oldest || link.queue.front().queued_at < *oldest)) {
+      oldest = link.queue.front().queued_at;
+    }
+  }
+  return oldest;
+}
+
+std::optional<LinkSet::SteadyTime> LinkSet::next_idle_close(Duration idle) const {
+  std::optional<SteadyTime> next;
+  for (const auto& [destination, link] : links_) {
+    if (link.queue.empty() && link.in_flight == 0 && (!next || link.last_used + idle < *next)) {
+      next = link.last_used + idle;
+    }
+  }
+  return next;
+}
+
+std::size_t LinkSet::queued() const {
+  std::size_t total = 0;
+  for (const auto& [destination, link] : links_) total += link.queue.size();
+  return total;
+}
+
+LinkSet::Link* LinkSet::by_name(const std::string& link_name) {
+  const auto destination = destination_of_.find(link_name);
+  if (destination == destination_of_.end()) return nullptr;
+  const auto link = links_.find(destination->second);
+  return link == links_.end() ? nullptr : &link->second;
+}
+
+void LinkSet::forget(const std::string& link_name) {
+  const auto destination = destination_of_.find(link_name);
+  if (destination == destination_of_.end()) return;
+  links_.erase(destination->second);
+  destination_of_.erase(destination);
+}
+
+void LinkSet::report(core::RowId id, DeliveryOutcome outcome, std::string reason) {
+  sink_.on_outcome({id, outcome, std::move(reason)});
+}
+
+}  // namespace outboxd::amqp

@@ -1,0 +1,104 @@
+// The sender links of one connection, their queues, and the deliveries awaiting an outcome.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <proton/binary.hpp>
+#include <proton/connection.hpp>
+#include <proton/message.hpp>
+#include <proton/sender.hpp>
+
+#include "amqp/destination.hpp"
+#include "amqp/outcome.hpp"
+#include "core/clock.hpp"
+
+namespace outboxd::amqp {
+
+// Lives on the container thread. One sender link per destination, opened on
+// first use; a message waits in its link's queue until the link has credit.
+// Every delivery gets a tag from one 64-bit counter that is never reset, so
+// tags are unique across links and connections: Proton's own numbering
+// restarts at 0 in every proton::sender copy and would repeat tags on a link.
+class LinkSet {
+ public:
+  using SteadyTime = core::SteadyTime;
+  using Duration = core::Duration;
+
+  explicit LinkSet(OutcomeSink& sink) : sink_(sink) {}
+
+  // Queues a message for `destination`, opening its link on `connection` when
+  // there is none, and sends what the link's credit allows.
+  void enqueue(proton::connection& connection, const std::string& destination, const Target& target,
+               core::RowId id, proton::message message, SteadyTime now);
+
+  // The peer granted credit on `sender`.
+  void on_sendable(const proton::sender& sender, SteadyTime now);
+
+  // An outcome for the delivery tagged `tag`; a second outcome for the same
+  // delivery, or one for a delivery already reported unknown, is dropped.
+  void settle(const proton::binary& tag, core::DeliveryOutcome outcome, std::string reason, SteadyTime now);
+
+  // The peer closed or detached `sender`. Its deliveries in flight become
+  // unknown; its queued messages become rejected when the peer refused the
+  // destination (`refused`), unknown otherwise.
+  void link_closed(const proton::sender& sender, const std::string& reason, bool refused);
+
+  // The connection is gone: everything queued or in flight becomes unknown.
+  void fail_all(const std::string& reason);
+
+  // Queued messages that got no credit within `timeout` become unknown.
+  void expire_queued(SteadyTime now, Duration timeout);
+
+  // Closes the links that had nothing queued or in flight for `idle`.
+  void close_idle(SteadyTime now, Duration idle);
+
+  // The send time and row of the oldest delivery awaiting an outcome.
+  std::optional<std::pair<SteadyTime, core::RowId>> oldest_in_flight() const;
+  std::optional<SteadyTime> oldest_queued() const;
+  std::optional<SteadyTime> next_idle_close(Duration idle) const;
+
+  std::size_t in_flight() const { return in_flight_.size(); }
+  std::size_t queued() const;
+  std::size_t links() const { return links_.size(); }
+
+ private:
+  struct Pending {
+    core::RowId id;
+    proton::message message;
+    SteadyTime queued_at;
+  };
+  struct Link {
+    std::string name;
+    std::string address;
+    proton::sender sender;
+    std::deque<Pending> queue;
+    std::size_t in_flight = 0;
+    SteadyTime last_used;
+  };
+  struct InFlight {
+    core::RowId id;
+    std::string link_name;
+    SteadyTime sent_at;
+  };
+
+  Link& open_link(proton::connection& connection, const std::string& destination, const Target& target,
+                  SteadyTime now);
+  void pump(Link& link, SteadyTime now);
+  Link* by_name(const std::string& link_name);
+  void forget(const std::string& link_name);
+  void report(core::RowId id, core::DeliveryOutcome outcome, std::string reason);
+
+  OutcomeSink& sink_;
+  std::unordered_map<std::string, Link> links_;                     // by destination
+  std::unordered_map<std::string, std::string> destination_of_;    // link name -> destination
+  std::map<std::uint64_t, InFlight> in_flight_;                     // by tag, so oldest first
+  std::uint64_t last_tag_ = 0;
+  std::uint64_t links_opened_ = 0;
+};
+
+}  // namespace outboxd::amqp

@@ -1,0 +1,28 @@
+// Small bridges to what Proton's C++ API does not expose: remote delivery state details, delivery tags.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <proton/binary.hpp>
+#include <proton/tracker.hpp>
+
+namespace outboxd::amqp {
+
+// The error condition the peer attached to its disposition of `tracker`
+// ("amqp:precondition-failed: queue full"), or "" when it sent none.
+std::string remote_condition(const proton::tracker& tracker);
+
+// The delivery-failed / undeliverable-here flags of a remote `modified` outcome.
+struct ModifiedFlags {
+  bool delivery_failed = false;
+  bool undeliverable_here = false;
+};
+ModifiedFlags remote_modified_flags(const proton::tracker& tracker);
+
+// Delivery tags: 8 bytes, big-endian, from a counter that never repeats.
+proton::binary make_tag(std::uint64_t value);
+std::optional<std::uint64_t> tag_value(const proton::binary& tag);
+
+}  // namespace outboxd::amqp

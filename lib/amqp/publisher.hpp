@@ -1,0 +1,66 @@
+// Publishes outbox rows to an AMQP 1.0 broker on a thread of its own, one outcome per row.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amqp/outcome.hpp"
+#include "config/config.hpp"
+#include "core/outbox_message.hpp"
+#include "core/result.hpp"
+
+namespace outboxd::amqp {
+
+// Owns a Proton container running on its own thread; no Proton object ever
+// leaves that thread. The publisher keeps one connection to the broker,
+// re-opening it with backoff (reconnect_min..reconnect_max) for as long as it
+// runs, and one sender link per destination, opened on first use and closed
+// after link_idle_close without traffic. Deliveries are unsettled (at least
+// once) and sent only within the broker's link credit.
+//
+// Every row handed to publish() gets exactly one Outcome:
+//   accepted  the broker accepted the delivery
+//   rejected  the broker rejected it (reason: its error condition), the row
+//             cannot be encoded (not sent), or the broker refused the link
+//             to its destination
+//   released  the broker released or modified it
+//   unknown   the connection was lost, or closed because no outcome arrived
+//             within outcome_timeout, before the outcome; or the row waited
+//             that long for credit; or the publisher is not connected or is
+//             stopping. Publish it again.
+// Once a row was reported unknown, nothing else is reported for it.
+class Publisher {
+ public:
+  Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink);
+  ~Publisher();  // stop()
+  Publisher(const Publisher&) = delete;
+  Publisher& operator=(const Publisher&) = delete;
+
+  // Validates the URL, SASL and TLS settings (errors are fatal) and starts
+  // the container thread, which connects in the background.
+  core::Status start();
+
+  // Thread-safe and non-blocking: hands the batch to the container thread.
+  // Rows published before start() or after stop() are answered `unknown` at
+  // once, on the calling thread.
+  void publish(std::vector<core::OutboxMessage> batch);
+
+  // Closes the connection, answers every row without an outcome `unknown`,
+  // and joins the thread. Idempotent. Must not be called from an OutcomeSink
+  // callback.
+  void stop();
+
+  bool connected() const;
+
+  // PLAIN may go over cleartext TCP to a host that is not loopback, and
+  // broker.allow_insecure_plain is not set: the daemon should log a warning.
+  // (The password itself is never logged or put into a reason.)
+  bool plain_over_cleartext() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outboxd::amqp

@@ -1,0 +1,115 @@
+// Broker URL, SASL mechanism and TLS validation before any connection is made.
+#include <catch2/catch.hpp>
+
+#include "amqp/connection_settings.hpp"
+#include "amqp/proton_access.hpp"
+
+using outboxd::amqp::connection_settings;
+using outboxd::amqp::ConnectionSettings;
+using outboxd::config::BrokerConfig;
+using outboxd::core::ErrorKind;
+
+namespace {
+
+BrokerConfig broker(std::string url, std::string user = {}) {
+  BrokerConfig config;
+  config.url = std::move(url);
+  config.username = std::move(user);
+  return config;
+}
+
+ConnectionSettings ok(const BrokerConfig& config) {
+  auto settings = connection_settings(config);
+  INFO((settings.ok() ? std::string() : settings.error().message));
+  REQUIRE(settings.ok());
+  return settings.value();
+}
+
+std::string error(const BrokerConfig& config) {
+  auto settings = connection_settings(config);
+  REQUIRE_FALSE(settings.ok());
+  CHECK(settings.error().kind == ErrorKind::fatal);
+  return settings.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("URL parts", "[amqp]") {
+  auto plain = ok(broker("amqp://broker.example:5673"));
+  CHECK(plain.host == "broker.example");
+  CHECK(plain.port == "5673");
+  CHECK_FALSE(plain.tls);
+  auto defaults = ok(broker("amqps://broker.example"));
+  CHECK(defaults.tls);
+  CHECK(defaults.port == "5671");
+  CHECK(ok(broker("amqp://broker.example")).port == "5672");
+  auto v6 = ok(broker("amqp://[::1]:5672/vhost"));
+  CHECK(v6.host == "::1");
+  CHECK(v6.loopback);
+  CHECK(ok(broker("amqp://u:p@h:1")).host == "h");
+
+  CHECK(error(broker("broker:5672")).starts_with("broker.url: expected amqp://"));
+  CHECK(error(broker("http://h:80")) == "broker.url: unsupported scheme \"http\" (amqp or amqps)");
+  CHECK(error(broker("amqp://:5672")).starts_with("broker.url: no host"));
+  CHECK(error(broker("amqp://h:x")) == "broker.url: port \"x\" is not a number");
+}
+
+TEST_CASE("SASL: PLAIN with a username, ANONYMOUS without, never anything else", "[amqp]") {
+  CHECK(ok(broker("amqp://h", "app")).sasl_mechanisms == "PLAIN");
+  CHECK(ok(broker("amqp://h")).sasl_mechanisms == "ANONYMOUS");
+
+  auto config = broker("amqp://h", "app");
+  config.sasl_mechanisms = {"plain", "ANONYMOUS"};
+  CHECK(ok(config).sasl_mechanisms == "PLAIN ANONYMOUS");
+  config.sasl_mechanisms = {"SCRAM-SHA-256"};
+  CHECK(error(config) == "broker.sasl_mechanisms: unsupported mechanism \"SCRAM-SHA-256\" (PLAIN, EXTERNAL or ANONYMOUS)");
+
+  auto anonymous_plain = broker("amqp://h");
+  anonymous_plain.sasl_mechanisms = {"PLAIN"};
+  CHECK(error(anonymous_plain) == "broker.sasl_mechanisms: PLAIN needs broker.username");
+
+  auto external = broker("amqp://h");
+  external.sasl_mechanisms = {"EXTERNAL"};
+  CHECK(error(external).starts_with("broker.sasl_mechanisms: EXTERNAL needs TLS"));
+  external.url = "amqps://h";
+  external.tls.cert_file = OUTBOXD_SOURCE_DIR "/lib/amqp/publisher.hpp";  // readable stand-ins
+  external.tls.key_file = OUTBOXD_SOURCE_DIR "/lib/amqp/publisher.cpp";
+  CHECK(ok(external).sasl_mechanisms == "EXTERNAL");
+}
+
+TEST_CASE("TLS files must be readable before Proton sees them", "[amqp]") {
+  auto config = broker("amqps://h");
+  config.tls.ca_file = "/nonexistent/ca.pem";
+  CHECK(error(config) == "broker.tls.ca_file: cannot read \"/nonexistent/ca.pem\": No such file or directory");
+  config.tls.ca_file.clear();
+  config.tls.cert_file = OUTBOXD_SOURCE_DIR "/lib/amqp/publisher.hpp";
+  CHECK(error(config) == "broker.tls: cert_file and key_file go together");
+  config.url = "amqp://h";  // no TLS: the files are not used, so not checked
+  CHECK(ok(config).sasl_mechanisms == "ANONYMOUS");
+}
+
+TEST_CASE("PLAIN over cleartext to a non-loopback host is flagged for a warning", "[amqp]") {
+  CHECK(ok(broker("amqp://broker.example", "app")).plain_over_cleartext);
+  CHECK_FALSE(ok(broker("amqp://127.0.0.1", "app")).plain_over_cleartext);
+  CHECK_FALSE(ok(broker("amqp://localhost", "app")).plain_over_cleartext);
+  CHECK_FALSE(ok(broker("amqps://broker.example", "app")).plain_over_cleartext);
+  CHECK_FALSE(ok(broker("amqp://broker.example")).plain_over_cleartext);  // ANONYMOUS
+  auto silenced = broker("amqp://broker.example", "app");
+  silenced.allow_insecure_plain = true;
+  CHECK_FALSE(ok(silenced).plain_over_cleartext);
+  auto tls_flag = broker("amqp://broker.example", "app");
+  tls_flag.tls.enabled = true;
+  CHECK(ok(tls_flag).tls);
+  CHECK_FALSE(ok(tls_flag).plain_over_cleartext);
+}
+
+TEST_CASE("delivery tags are 8 big-endian bytes and read back", "[amqp]") {
+  using outboxd::amqp::make_tag;
+  using outboxd::amqp::tag_value;
+  const auto tag = make_tag(0x0102030405060708ULL);
+  CHECK(tag == proton::binary{1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(tag_value(tag) == 0x0102030405060708ULL);
+  CHECK(tag_value(make_tag(0)) == 0ULL);
+  CHECK(tag_value(make_tag(UINT64_MAX)) == UINT64_MAX);
+  CHECK_FALSE(tag_value(proton::binary{1, 2, 3}).has_value());
+}
