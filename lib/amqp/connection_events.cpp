@@ -108,12 +108,14 @@ void ConnectionHandler::on_sender_detach(proton::sender& sender) {
   });
 }
 
-// Every link lives on the connection's default session: without it the
-// connection is useless, so it is replaced.
+// Every link has a session of its own: the session's end is its link's end.
 void ConnectionHandler::on_session_close(proton::session& session) {
   guarded("on_session_close", [&] {
     if (!is_current(session.connection()) || state_ == State::stopping) return;
-    connection_lost("session ended by the broker: " + or_default(session.error(), "no reason given"), true);
+    const auto condition = session.error();
+    links_.session_closed(session, "session ended: " + or_default(condition, "no reason given"),
+                          refuses_destination(condition.name()));
+    arm_timer();
   });
 }
 

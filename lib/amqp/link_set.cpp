@@ -40,7 +40,8 @@ LinkSet::Link& LinkSet::open_link(proton::connection& connection, const std::str
   Link link;
   link.name = "outboxd:" + destination + ":" + std::to_string(++links_opened_);
   link.address = target.address;
-  link.sender = connection.open_sender(target.address, sender_options_for(link.name, target));
+  link.session = connection.open_session();
+  link.sender = link.session.open_sender(target.address, sender_options_for(link.name, target));
   link.last_used = now;
   destination_of_[link.name] = destination;
   return links_.insert_or_assign(destination, std::move(link)).first->second;
@@ -85,7 +86,16 @@ void LinkSet::settle(const proton::binary& tag, DeliveryOutcome outcome, std::st
 }
 
 void LinkSet::link_closed(const proton::sender& sender, const std::string& reason, bool refused) {
-  const std::string link_name = sender.name();
+  closed(sender.name(), reason, refused);
+}
+
+void LinkSet::session_closed(const proton::session& session, const std::string& reason, bool refused) {
+  for (const auto& [destination, link] : links_) {
+    if (link.session == session) return closed(link.name, reason, refused);
+  }
+}
+
+void LinkSet::closed(const std::string& link_name, const std::string& reason, bool refused) {
   Link* link = by_name(link_name);
   if (!link) return;  // closed by us for idleness, or already replaced
   const std::string why = "link to " + link->address + " closed: " + reason;
@@ -100,6 +110,10 @@ void LinkSet::link_closed(const proton::sender& sender, const std::string& reaso
   for (const auto& pending : link->queue) {
     report(pending.id, refused ? DeliveryOutcome::rejected : DeliveryOutcome::unknown, why);
   }
+  // Close our ends too (closing twice is harmless): the next message for the
+  // destination starts with a fresh session and link.
+  link->sender.close();
+  link->session.close();
   forget(link_name);
 }
 
@@ -129,7 +143,9 @@ void LinkSet::close_idle(SteadyTime now, Duration idle) {
     if (link.queue.empty() && link.in_flight == 0 && now - link.last_used >= idle) idle_links.push_back(link.name);
   }
   for (const auto& link_name : idle_links) {
-    by_name(link_name)->sender.close();
+    Link* link = by_name(link_name);
+    link->sender.close();
+    link->session.close();
     forget(link_name);
   }
 }

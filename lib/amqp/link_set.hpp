@@ -12,6 +12,7 @@
 #include <proton/connection.hpp>
 #include <proton/message.hpp>
 #include <proton/sender.hpp>
+#include <proton/session.hpp>
 
 #include "amqp/destination.hpp"
 #include "amqp/outcome.hpp"
@@ -20,7 +21,10 @@
 namespace outboxd::amqp {
 
 // Lives on the container thread. One sender link per destination, opened on
-// first use; a message waits in its link's queue until the link has credit.
+// first use, each on a session of its own: RabbitMQ answers a failed queue
+// declaration (a durable target for an existing non-durable queue, say) by
+// ending the session, which must not take other destinations' deliveries
+// along. A message waits in its link's queue until the link has credit.
 // Every delivery gets a tag from one 64-bit counter that is never reset, so
 // tags are unique across links and connections: Proton's own numbering
 // restarts at 0 in every proton::sender copy and would repeat tags on a link.
@@ -47,6 +51,8 @@ class LinkSet {
   // unknown; its queued messages become rejected when the peer refused the
   // destination (`refused`), unknown otherwise.
   void link_closed(const proton::sender& sender, const std::string& reason, bool refused);
+  // The peer ended the session of a link: the same as closing that link.
+  void session_closed(const proton::session& session, const std::string& reason, bool refused);
 
   // The connection is gone: everything queued or in flight becomes unknown.
   void fail_all(const std::string& reason);
@@ -75,6 +81,7 @@ class LinkSet {
   struct Link {
     std::string name;
     std::string address;
+    proton::session session;
     proton::sender sender;
     std::deque<Pending> queue;
     std::size_t in_flight = 0;
@@ -89,6 +96,7 @@ class LinkSet {
   Link& open_link(proton::connection& connection, const std::string& destination, const Target& target,
                   SteadyTime now);
   void pump(Link& link, SteadyTime now);
+  void closed(const std::string& link_name, const std::string& reason, bool refused);
   Link* by_name(const std::string& link_name);
   void forget(const std::string& link_name);
   void report(core::RowId id, core::DeliveryOutcome outcome, std::string reason);
