@@ -9,6 +9,8 @@
 #include <proton/messaging_handler.hpp>
 #include <proton/receiver.hpp>
 #include <proton/receiver_options.hpp>
+#include <proton/session.hpp>
+#include <proton/source.hpp>
 #include <proton/source_options.hpp>
 #include <proton/symbol.hpp>
 #include <proton/transport.hpp>
@@ -34,6 +36,7 @@ class Consumer final : public proton::messaging_handler {
     }
     connection_ = container.connect(request_.url, options);
     proton::source_options source;
+    if (request_.durable_source) source.durability_mode(proton::source::CONFIGURATION);
     if (!request_.source_capabilities.empty()) {
       source.capabilities(std::vector<proton::symbol>(request_.source_capabilities.begin(),
                                                       request_.source_capabilities.end()));
@@ -62,6 +65,9 @@ class Consumer final : public proton::messaging_handler {
     finish("receiver closed: " + receiver.error().what());
   }
   void on_receiver_error(proton::receiver&) override {}
+  void on_session_close(proton::session& session) override {
+    finish("session ended: " + session.error().what());
+  }
   void on_session_error(proton::session&) override {}
   void on_connection_error(proton::connection&) override {}
   void on_connection_close(proton::connection& connection) override {

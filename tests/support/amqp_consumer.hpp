@@ -15,6 +15,7 @@ struct ConsumeRequest {
   std::string password;
   std::string address;           // source address, e.g. /queue/orders or orders
   std::vector<std::string> source_capabilities;  // e.g. {"queue"} for Artemis anycast
+  bool durable_source = false;   // RabbitMQ: must match the queue's durability
   std::size_t count = 1;
   std::chrono::milliseconds timeout{10000};
 };
