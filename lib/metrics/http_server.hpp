@@ -1,0 +1,46 @@
+// The /metrics, /healthz and /readyz endpoints, served from a thread of their own.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/result.hpp"
+#include "metrics/health.hpp"
+#include "metrics/registry.hpp"
+
+namespace outboxd::metrics {
+
+// GET /metrics  200, registry.render(), "text/plain; version=0.0.4"
+// GET /healthz  200 "ok" while the main loop turned within stale_after, else 503 and why
+// GET /readyz   200 "ok" when database, broker and leases are up and not stopping,
+//               else 503 "not ready: ..." naming what is missing
+// anything else 404
+// The registry and the health state must outlive the server.
+class HttpServer {
+ public:
+  HttpServer(const Registry& registry, const Health& health,
+             std::chrono::seconds stale_after = std::chrono::seconds(30));
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds "host:port" (port 0: a free one, see port()) before returning, so
+  // a bad address or a port in use is a fatal error here, e.g.
+  // "http.listen 127.0.0.1:9187: Address already in use"; then serves on a
+  // thread of its own with two worker threads. Once it succeeded, later
+  // calls fail; after a failure it may be called again.
+  core::Status start(const std::string& listen);
+
+  // The bound port; 0 before a successful start().
+  int port() const;
+
+  // Closes the listening socket and joins the threads; idempotent.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace outboxd::metrics
