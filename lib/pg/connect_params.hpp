@@ -1,0 +1,24 @@
+// The keyword/value list handed to PQconnectdbParams (internal to lib/pg, tested on its own).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/result.hpp"
+
+namespace outboxd::pg {
+
+struct ConnectParams {
+  // In order; "dbname" (the whole URL, expanded by libpq) comes first so
+  // that the keywords after it take precedence over what the URL says.
+  std::vector<std::pair<std::string, std::string>> keywords;
+};
+
+// The URL is parsed only to merge its own `options` and to respect its TCP
+// settings; the password, when configured, is a keyword of its own.
+// Errors never quote the URL (it may hold a password).
+core::Result<ConnectParams> connect_params(const config::DatabaseConfig& config, const std::string& application_name);
+
+}  // namespace outboxd::pg

@@ -1,0 +1,297 @@
+// libpq session: statements, prepared statements re-prepared after reconnect, LISTEN/NOTIFY.
+#include "pg/connection.hpp"
+
+#include <libpq-fe.h>
+
+#include <map>
+
+#include "pg/connect_params.hpp"
+#include "pg/text_codec.hpp"
+
+namespace outboxd::pg {
+
+struct Connection::Statement {
+  std::string sql;
+  bool prepared = false;    // in the current session
+  bool deallocate = false;  // prepared under this name with other text
+};
+
+struct Connection::State {
+  PGconn* conn = nullptr;
+  std::map<std::string, Statement, std::less<>> statements;
+  std::vector<std::string> channels;
+  Failure last_failure;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    if (conn != nullptr) PQfinish(conn);
+  }
+};
+
+namespace {
+
+// libpq's messages span lines with tab indents; logs want one line.
+std::string one_line(std::string_view text) {
+  std::string out;
+  bool space = false;
+  for (const char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// 1-based character position (as PostgreSQL reports it) to a 1-based line.
+int line_of(std::string_view sql, long position) {
+  int line = 1;
+  long characters = 0;
+  for (const char c : sql) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80 && ++characters >= position) break;
+    if (c == '\n') ++line;
+  }
+  return line;
+}
+
+std::string describe(const PGresult* result, PGconn* conn, std::string_view sql) {
+  auto field = [result](int code) -> std::string_view {
+    const char* value = result != nullptr ? PQresultErrorField(result, code) : nullptr;
+    return value != nullptr ? std::string_view(value) : std::string_view();
+  };
+  const std::string_view sqlstate = field(PG_DIAG_SQLSTATE);
+  const std::string_view primary = field(PG_DIAG_MESSAGE_PRIMARY);
+  std::string message;
+  if (!sqlstate.empty()) {
+    message += '[';
+    message += sqlstate;
+    message += "] ";
+  }
+  if (!primary.empty()) {
+    message += primary;
+  } else {
+    const char* text = result != nullptr ? PQresultErrorMessage(result) : "";
+    if (text == nullptr || *text == '\0') text = PQerrorMessage(conn);
+    message += one_line(text);
+  }
+  if (const auto detail = field(PG_DIAG_MESSAGE_DETAIL); !detail.empty()) message += "; detail: " + one_line(detail);
+  if (const auto hint = field(PG_DIAG_MESSAGE_HINT); !hint.empty()) message += "; hint: " + one_line(hint);
+  if (const auto position = parse_int64(field(PG_DIAG_STATEMENT_POSITION)); position && !sql.empty()) {
+    message += "; at line " + std::to_string(line_of(sql, static_cast<long>(*position)));
+  }
+  if (const auto where = field(PG_DIAG_CONTEXT); !where.empty()) message += "; context: " + one_line(where);
+  return message;
+}
+
+bool is_commit(std::string_view sql) {
+  while (!sql.empty() && (sql.front() == ' ' || sql.front() == '\n' || sql.front() == '\t')) sql.remove_prefix(1);
+  auto starts = [sql](std::string_view word) {
+    if (sql.size() < word.size()) return false;
+    for (std::size_t i = 0; i < word.size(); ++i) {
+      if ((sql[i] | 0x20) != word[i]) return false;
+    }
+    return true;
+  };
+  return starts("commit") || starts("end");
+}
+
+void ignore_notice(void*, const char*) {}
+
+}  // namespace
+
+Connection::Connection(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Connection::~Connection() = default;
+Connection::Connection(Connection&&) noexcept = default;
+Connection& Connection::operator=(Connection&&) noexcept = default;
+
+core::Result<Connection> Connection::open(const config::DatabaseConfig& config, std::string application_name) {
+  auto params = connect_params(config, application_name);
+  if (!params) return params.error();
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  for (const auto& [key, value] : params.value().keywords) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+
+  auto state = std::make_unique<State>();
+  state->conn = PQconnectdbParams(keys.data(), values.data(), 1);
+  if (state->conn == nullptr) return core::transient_error("cannot connect to PostgreSQL: out of memory");
+  if (PQstatus(state->conn) != CONNECTION_OK) {
+    const std::string reason = one_line(PQerrorMessage(state->conn));
+    return core::Error{classify_connect_failure(reason), "cannot connect to PostgreSQL: " + reason};
+  }
+  // Notices (e.g. "already exists, skipping") would otherwise go to stderr
+  // past the daemon's logger.
+  PQsetNoticeProcessor(state->conn, ignore_notice, nullptr);
+  return Connection(std::move(state));
+}
+
+bool Connection::ok() const { return state_ && state_->conn != nullptr && PQstatus(state_->conn) == CONNECTION_OK; }
+
+const Failure& Connection::last_failure() const { return state_->last_failure; }
+
+int Connection::socket() const { return ok() ? PQsocket(state_->conn) : -1; }
+
+core::Status Connection::reset() {
+  PQreset(state_->conn);
+  for (auto& [name, statement] : state_->statements) {
+    statement.prepared = false;
+    statement.deallocate = false;
+  }
+  if (PQstatus(state_->conn) != CONNECTION_OK) {
+    const std::string reason = one_line(PQerrorMessage(state_->conn));
+    state_->last_failure = make_failure("", "cannot reconnect to PostgreSQL: " + reason, true, false);
+    state_->last_failure.kind = classify_connect_failure(reason);
+    return state_->last_failure.to_error();
+  }
+  for (const std::string& channel : state_->channels) {
+    auto listening = exec("LISTEN " + quote_ident(channel));
+    if (!listening) return listening.error();
+  }
+  return {};
+}
+
+bool Connection::not_connected() {
+  if (ok()) return false;
+  state_->last_failure = make_failure("", "not connected to PostgreSQL", true, false);
+  return true;
+}
+
+core::Result<Rows> Connection::conclude(void* raw, bool commit_in_flight, std::string_view sql) {
+  auto* result = static_cast<PGresult*>(raw);
+  const ExecStatusType status = result != nullptr ? PQresultStatus(result) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) return Rows(result);
+  const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string message = status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR
+                            ? describe(result, state_->conn, sql)
+                            : std::string("unexpected result status ") + PQresStatus(status);
+  state_->last_failure = make_failure(code != nullptr ? code : "", std::move(message),
+                                      PQstatus(state_->conn) == CONNECTION_BAD, commit_in_flight);
+  PQclear(result);
+  return state_->last_failure.to_error();
+}
+
+bool Connection::autocommit() const { return PQtransactionStatus(state_->conn) == PQTRANS_IDLE; }
+
+core::Result<Rows> Connection::exec(std::string_view sql) {
+  if (not_connected()) return state_->last_failure.to_error();
+  const std::string text(sql);
+  const bool may_commit = autocommit() || is_commit(sql);
+  return conclude(PQexec(state_->conn, text.c_str()), may_commit, sql);
+}
+
+namespace {
+
+std::vector<const char*> values_of(const Params& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& param : params) values.push_back(param ? param->c_str() : nullptr);
+  return values;
+}
+
+}  // namespace
+
+core::Result<Rows> Connection::exec_params(std::string_view sql, const Params& params) {
+  if (not_connected()) return state_->last_failure.to_error();
+  const std::string text(sql);
+  const auto values = values_of(params);
+  const bool may_commit = autocommit() || is_commit(sql);
+  return conclude(PQexecParams(state_->conn, text.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                               nullptr, nullptr, 0),
+                  may_commit, sql);
+}
+
+void Connection::define(std::string name, std::string sql) {
+  auto [it, inserted] = state_->statements.try_emplace(std::move(name));
+  if (!inserted && it->second.sql == sql) return;
+  if (it->second.prepared) it->second.deallocate = true;
+  it->second.prepared = false;
+  it->second.sql = std::move(sql);
+}
+
+core::Status Connection::prepare(std::string name, std::string sql) {
+  define(name, std::move(sql));
+  if (not_connected()) return state_->last_failure.to_error();
+  auto& entry = *state_->statements.find(name);
+  if (entry.second.prepared) return {};
+  return prepare_now(entry);
+}
+
+core::Status Connection::prepare_now(std::pair<const std::string, Statement>& entry) {
+  auto& [name, statement] = entry;
+  if (statement.deallocate) {
+    auto dropped = exec("DEALLOCATE " + quote_ident(name));
+    if (!dropped) return dropped.error();
+    statement.deallocate = false;
+  }
+  auto prepared = conclude(PQprepare(state_->conn, name.c_str(), statement.sql.c_str(), 0, nullptr), false,
+                           statement.sql);
+  if (!prepared) {
+    state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
+    return state_->last_failure.to_error();
+  }
+  statement.prepared = true;
+  return {};
+}
+
+core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params& params) {
+  auto it = state_->statements.find(name);
+  if (it == state_->statements.end()) {
+    state_->last_failure = make_failure("", "no statement named " + std::string(name), false, false);
+    return state_->last_failure.to_error();
+  }
+  if (not_connected()) return state_->last_failure.to_error();
+  const auto values = values_of(params);
+  for (int attempt = 0;; ++attempt) {
+    if (!it->second.prepared) {
+      if (auto prepared = prepare_now(*it); !prepared) return prepared.error();
+    }
+    const bool may_commit = autocommit();
+    PGresult* result = PQexecPrepared(state_->conn, it->first.c_str(), static_cast<int>(values.size()),
+                                      values.data(), nullptr, nullptr, 0);
+    const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+    // 26000: the server forgot the statement (DISCARD ALL, a pooler handing
+    // us another session); prepare it again once.
+    if (attempt == 0 && code != nullptr && std::string_view(code) == "26000") {
+      PQclear(result);
+      it->second.prepared = false;
+      continue;
+    }
+    return conclude(result, may_commit, it->second.sql);
+  }
+}
+
+core::Status Connection::listen(std::string channel) {
+  const std::string statement = "LISTEN " + quote_ident(channel);
+  bool known = false;
+  for (const auto& existing : state_->channels) known = known || existing == channel;
+  if (!known) state_->channels.push_back(std::move(channel));
+  auto listening = exec(statement);
+  if (!listening) return listening.error();
+  return {};
+}
+
+core::Result<bool> Connection::consume_input_and_notifications() {
+  if (not_connected()) return state_->last_failure.to_error();
+  if (PQconsumeInput(state_->conn) == 0) {
+    state_->last_failure = make_failure("", "reading from PostgreSQL: " + one_line(PQerrorMessage(state_->conn)), true,
+                                        false);
+    return state_->last_failure.to_error();
+  }
+  bool notified = false;
+  while (PGnotify* notification = PQnotifies(state_->conn)) {
+    notified = true;
+    PQfreemem(notification);
+  }
+  return notified;
+}
+
+}  // namespace outboxd::pg

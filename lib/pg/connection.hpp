@@ -1,0 +1,98 @@
+// One PostgreSQL session: statements with bound parameters, named prepared statements, LISTEN.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/result.hpp"
+#include "pg/sqlstate.hpp"
+
+namespace outboxd::pg {
+
+// Parameters in text format; nullopt is SQL NULL. Arrays go as literals
+// ({1,2,3}, see text_codec.hpp) with a cast in the statement: $1::bigint[].
+using Params = std::vector<std::optional<std::string>>;
+
+// The rows of one successful statement, in text format.
+class Rows {
+ public:
+  Rows();
+  ~Rows();
+  Rows(Rows&&) noexcept;
+  Rows& operator=(Rows&&) noexcept;
+
+  int size() const;
+  int columns() const;
+  bool is_null(int row, int column) const;
+  std::string_view text(int row, int column) const;  // "" for NULL
+  std::optional<std::string> optional_text(int row, int column) const;
+  std::int64_t int64(int row, int column) const;  // 0 for NULL
+  std::optional<std::int64_t> optional_int64(int row, int column) const;
+  bool boolean(int row, int column) const;  // false for NULL
+  std::int64_t affected() const;  // rows inserted, updated or deleted
+
+ private:
+  friend class Connection;
+  struct Release {
+    void operator()(void* result) const;
+  };
+  explicit Rows(void* result);
+  std::unique_ptr<void, Release> result_;
+};
+
+class Connection {
+ public:
+  // Connects with `config.url` (libpq URI or conninfo). The password goes to
+  // libpq as its own keyword, never into a string that could be logged.
+  // statement_timeout is set for the session through the startup options.
+  static core::Result<Connection> open(const config::DatabaseConfig& config, std::string application_name);
+
+  ~Connection();
+  Connection(Connection&&) noexcept;
+  Connection& operator=(Connection&&) noexcept;
+
+  bool ok() const;  // the session is up as far as libpq knows
+  // Reconnects with the same parameters. Prepared statements are prepared
+  // again on first use and LISTEN channels re-registered.
+  core::Status reset();
+
+  // Simple query protocol: several statements may be separated by `;`.
+  // The result of the last one is returned, or the first error.
+  core::Result<Rows> exec(std::string_view sql);
+  core::Result<Rows> exec_params(std::string_view sql, const Params& params);
+
+  // Names a statement; it is prepared on its first use in each session.
+  void define(std::string name, std::string sql);
+  // define() and prepare now, so a missing table shows up at start-up.
+  core::Status prepare(std::string name, std::string sql);
+  core::Result<Rows> exec_prepared(std::string_view name, const Params& params);
+
+  // LISTEN on `channel` (quoted, case kept) now and after every reset().
+  core::Status listen(std::string channel);
+  // The socket to poll for readability; -1 when not connected.
+  int socket() const;
+  // Reads what the server sent; true if at least one NOTIFY arrived since
+  // the last call (including those that came in during other statements).
+  core::Result<bool> consume_input_and_notifications();
+
+  // Details of the most recent failure, e.g. whether a commit's outcome is unknown.
+  const Failure& last_failure() const;
+
+ private:
+  struct State;
+  struct Statement;
+  explicit Connection(std::unique_ptr<State> state);
+  bool not_connected();  // records the failure when true
+  bool autocommit() const;
+  core::Status prepare_now(std::pair<const std::string, Statement>& entry);
+  core::Result<Rows> conclude(void* result, bool commit_in_flight, std::string_view sql);
+
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace outboxd::pg
