@@ -1,0 +1,99 @@
+// Lease statements: compare-and-set on expiry and owner, epochs for fencing.
+#include "pg/lease_store.hpp"
+
+#include <algorithm>
+
+#include "pg/text_codec.hpp"
+
+namespace outboxd::pg {
+namespace {
+
+core::Error in_context(const char* context, const core::Error& error) {
+  return {error.kind, std::string(context) + ": " + error.message};
+}
+
+// Heartbeat and lease change in one statement: one round trip per renewal.
+std::string heartbeat(const std::string& s) {
+  return "WITH beat AS (UPDATE " + s + ".instances SET heartbeat_at = now() WHERE instance_id = $1) ";
+}
+
+constexpr const char* kReturning =
+    " RETURNING l.partition, l.epoch, ceil(extract(epoch FROM l.expires_at - now()) * 1000)::bigint";
+
+// READ COMMITTED re-checks the WHERE clause on a row another instance just
+// changed, so two acquirers cannot both win a partition.
+std::string acquire_sql(const std::string& s) {
+  return heartbeat(s) + "UPDATE " + s + ".leases l SET "
+         "epoch = CASE WHEN l.owner IS DISTINCT FROM $1 THEN l.epoch + 1 ELSE l.epoch END, "
+         "acquired_at = CASE WHEN l.owner IS DISTINCT FROM $1 THEN now() ELSE l.acquired_at END, "
+         "owner = $1, renewed_at = now(), "
+         "expires_at = now() + $2::bigint * interval '1 millisecond' "
+         "WHERE l.owner IS NULL OR l.owner = $1 OR l.expires_at IS NULL OR l.expires_at <= now()" +
+         kReturning;
+}
+
+std::string renew_sql(const std::string& s) {
+  return heartbeat(s) + "UPDATE " + s + ".leases l SET renewed_at = now(), "
+         "expires_at = now() + $2::bigint * interval '1 millisecond' "
+         "WHERE l.owner = $1 AND l.expires_at > now()" + kReturning;
+}
+
+}  // namespace
+
+LeaseStore::LeaseStore(Connection& connection, std::string schema)
+    : connection_(connection), prefix_("outboxd." + schema + ".") {
+  const std::string s = quote_ident(schema);
+  connection_.define(prefix_ + "register_instance",
+                     "INSERT INTO " + s + ".instances (instance_id) VALUES ($1) ON CONFLICT (instance_id) "
+                     "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false");
+  connection_.define(prefix_ + "deregister", "DELETE FROM " + s + ".instances WHERE instance_id = $1");
+  connection_.define(prefix_ + "acquire_all", acquire_sql(s));
+  connection_.define(prefix_ + "renew", renew_sql(s));
+  // Owner NULL: the next taker raises the epoch, even if it is us again.
+  connection_.define(prefix_ + "release_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
+                                              "WHERE owner = $1");
+}
+
+core::Status LeaseStore::register_instance(std::string_view instance_id) {
+  auto done = connection_.exec_prepared(prefix_ + "register_instance", {std::string(instance_id)});
+  if (!done) return in_context("registering this instance", done.error());
+  return {};
+}
+
+core::Status LeaseStore::deregister(std::string_view instance_id) {
+  auto done = connection_.exec_prepared(prefix_ + "deregister", {std::string(instance_id)});
+  if (!done) return in_context("deregistering this instance", done.error());
+  return {};
+}
+
+core::Result<std::vector<Lease>> LeaseStore::leases(std::string_view statement, std::string_view instance_id,
+                                                    std::chrono::milliseconds ttl, const char* context) {
+  auto rows = connection_.exec_prepared(prefix_ + std::string(statement),
+                                        {std::string(instance_id), std::to_string(ttl.count())});
+  if (!rows) return in_context(context, rows.error());
+  std::vector<Lease> held;
+  held.reserve(static_cast<std::size_t>(rows.value().size()));
+  for (int r = 0; r < rows.value().size(); ++r) {
+    held.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().int64(r, 1),
+                    std::chrono::milliseconds(rows.value().int64(r, 2))});
+  }
+  std::sort(held.begin(), held.end(), [](const Lease& a, const Lease& b) { return a.partition < b.partition; });
+  return held;
+}
+
+core::Result<std::vector<Lease>> LeaseStore::acquire_all(std::string_view instance_id,
+                                                         std::chrono::milliseconds ttl) {
+  return leases("acquire_all", instance_id, ttl, "acquiring leases");
+}
+
+core::Result<std::vector<Lease>> LeaseStore::renew(std::string_view instance_id, std::chrono::milliseconds ttl) {
+  return leases("renew", instance_id, ttl, "renewing leases");
+}
+
+core::Status LeaseStore::release_all(std::string_view instance_id) {
+  auto done = connection_.exec_prepared(prefix_ + "release_all", {std::string(instance_id)});
+  if (!done) return in_context("releasing leases", done.error());
+  return {};
+}
+
+}  // namespace outboxd::pg

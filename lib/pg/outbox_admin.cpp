@@ -1,0 +1,96 @@
+// The CLI's statements on the outbox: status counts, requeue and skip of parked rows.
+#include "pg/outbox_store.hpp"
+#include "pg/text_codec.hpp"
+
+namespace outboxd::pg {
+namespace {
+
+core::Error in_context(const char* context, const core::Error& error) {
+  return {error.kind, std::string(context) + ": " + error.message};
+}
+
+// Due = pending, due_at reached, not backing off; its age counts from due_at.
+std::string status_sql(const std::string& table) {
+  return "SELECT destination, "
+         "count(*) FILTER (WHERE status = 'pending'), "
+         "count(*) FILTER (WHERE status = 'pending' AND due_at <= now() "
+         "  AND (next_attempt_at IS NULL OR next_attempt_at <= now())), "
+         "count(*) FILTER (WHERE status = 'pending' AND due_at > now()), "
+         "count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now()), "
+         "count(*) FILTER (WHERE status = 'parked'), "
+         "(extract(epoch FROM now() - min(due_at) FILTER (WHERE status = 'pending' AND due_at <= now() "
+         "  AND (next_attempt_at IS NULL OR next_attempt_at <= now()))) * 1000)::bigint "
+         "FROM " + table + " WHERE status IN ('pending', 'parked') "
+         "GROUP BY destination ORDER BY destination";
+}
+
+void add(DestinationStatus& total, const DestinationStatus& part) {
+  total.pending += part.pending;
+  total.due += part.due;
+  total.scheduled += part.scheduled;
+  total.retrying += part.retrying;
+  total.parked += part.parked;
+  if (part.oldest_pending_age && (!total.oldest_pending_age || *part.oldest_pending_age > *total.oldest_pending_age)) {
+    total.oldest_pending_age = part.oldest_pending_age;
+  }
+}
+
+}  // namespace
+
+core::Result<StatusReport> OutboxStore::status() {
+  auto rows = connection_.exec(status_sql(table_));
+  if (!rows) return in_context("counting outbox rows", rows.error());
+  StatusReport report;
+  const Rows& r = rows.value();
+  for (int i = 0; i < r.size(); ++i) {
+    DestinationStatus d;
+    d.destination = std::string(r.text(i, 0));
+    d.pending = r.int64(i, 1);
+    d.due = r.int64(i, 2);
+    d.scheduled = r.int64(i, 3);
+    d.retrying = r.int64(i, 4);
+    d.parked = r.int64(i, 5);
+    if (auto age = r.optional_int64(i, 6)) d.oldest_pending_age = std::chrono::milliseconds(*age);
+    add(report.total, d);
+    report.destinations.push_back(std::move(d));
+  }
+  return report;
+}
+
+// The requeue trigger of 001 notifies only while a dispatcher is idle and
+// skip changes no row to pending; an explicit NOTIFY after the commit covers both.
+core::Result<int> OutboxStore::notify_if_changed(core::Result<Rows> changed, const char* context) {
+  if (!changed) return in_context(context, changed.error());
+  const auto count = static_cast<int>(changed.value().affected());
+  if (count > 0) {
+    auto notified = connection_.exec_params("SELECT pg_notify($1, '')", {channel_});
+    if (!notified) return in_context("notifying dispatchers", notified.error());
+  }
+  return count;
+}
+
+core::Result<int> OutboxStore::requeue(std::string_view message_id) {
+  return notify_if_changed(
+      connection_.exec_params("UPDATE " + table_ + " SET status = 'pending', attempts = 0, next_attempt_at = NULL "
+                              "WHERE message_id = $1 AND status = 'parked'",
+                              {std::string(message_id)}),
+      "requeueing a parked row");
+}
+
+core::Result<int> OutboxStore::requeue_all_parked() {
+  return notify_if_changed(
+      connection_.exec("UPDATE " + table_ + " SET status = 'pending', attempts = 0, next_attempt_at = NULL "
+                       "WHERE status = 'parked'"),
+      "requeueing parked rows");
+}
+
+core::Result<int> OutboxStore::skip(std::string_view message_id) {
+  return notify_if_changed(
+      connection_.exec_params("UPDATE " + table_ + " SET status = 'cancelled', cancelled_at = now(), "
+                              "last_error = 'skipped by operator' || coalesce('; last error: ' || last_error, '') "
+                              "WHERE message_id = $1 AND status = 'parked'",
+                              {std::string(message_id)}),
+      "skipping a parked row");
+}
+
+}  // namespace outboxd::pg

@@ -1,0 +1,101 @@
+// The SQL of the dispatch loop, written against the partial indexes of 001_outbox.sql.
+#include "pg/outbox_sql.hpp"
+
+namespace outboxd::pg::outbox_sql {
+namespace {
+
+std::string columns() {
+  return "m.id, m.message_id, m.destination, m.session_id, m.correlation_id, m.parent_message_id, "
+         "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, "
+         // encode() rather than bytea output: independent of bytea_output.
+         "encode(m.body, 'hex'), "
+         "(extract(epoch FROM m.ttl) * 1000)::bigint, "
+         "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
+         "(extract(epoch FROM m.due_at) * 1000000)::bigint, "
+         "m.due_at > m.created_at, "
+         "m.attempts, m.partition";
+}
+
+// Strict per-session order: a parked or backing-off row holds back every
+// later row of its session. The predicate implies messages_blocked_idx's.
+std::string not_blocked(const std::string& t) {
+  return "(m.session_id IS NULL OR NOT EXISTS ("
+         "SELECT 1 FROM " + t + " b WHERE b.session_id = m.session_id AND b.id < m.id "
+         "AND (b.status = 'parked' OR (b.status = 'pending' AND b.next_attempt_at > now()))))";
+}
+
+std::string ready(const std::string& t) {
+  return "m.partition = ANY($1::int[]) "
+         "AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now()) "
+         "AND " + not_blocked(t);
+}
+
+// The seam for lease fencing: a later change puts a predicate here (rows of
+// partitions this instance still holds at the epoch it claimed them under) so
+// that a stale lease holder cannot mark or fail rows another instance owns.
+constexpr const char* kFence = "";
+
+}  // namespace
+
+// messages_ready_idx: pending AND due_at <= created_at, walked in id order.
+std::string claim_immediate(const std::string& t) {
+  return "SELECT " + columns() + " FROM " + t + " m "
+         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND " + ready(t) +
+         " ORDER BY m.id LIMIT $2";
+}
+
+// messages_scheduled_idx: pending AND due_at > created_at, walked in (due_at, id)
+// order from the oldest due time, so a backlog of overdue timeouts costs one
+// short index range per claim. SKIP LOCKED for this statement only: cancel()
+// either wins completely or returns false.
+std::string claim_scheduled(const std::string& t) {
+  return "SELECT " + columns() + " FROM " + t + " m "
+         "WHERE m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
+         " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
+}
+
+std::string mark_dispatched(const std::string& t) {
+  return "UPDATE " + t + " SET status = 'dispatched', dispatched_at = now(), next_attempt_at = NULL "
+         "WHERE id = ANY($1::bigint[]) AND status = 'pending'" + kFence;
+}
+
+std::string delete_dispatched(const std::string& t) {
+  return "DELETE FROM " + t + " WHERE id = ANY($1::bigint[]) AND status = 'pending'" + kFence;
+}
+
+std::string record_failures(const std::string& t) {
+  return "UPDATE " + t + " m SET "
+         "status = CASE WHEN f.park THEN 'parked' ELSE m.status END, "
+         "attempts = f.attempts, "
+         "next_attempt_at = CASE WHEN f.park THEN NULL ELSE now() + f.retry_ms * interval '1 millisecond' END, "
+         "last_error = f.error "
+         "FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[], $5::boolean[]) "
+         "AS f(id, attempts, retry_ms, error, park) "
+         "WHERE m.id = f.id AND m.status = 'pending'" + kFence;
+}
+
+// Only future events count: a due row held back by its session must not make
+// the daemon spin. Backoffs use messages_blocked_idx, schedules messages_scheduled_idx.
+std::string time_to_next_due(const std::string& t) {
+  return "SELECT ceil(extract(epoch FROM least("
+         "(SELECT min(s.due_at) FROM " + t + " s WHERE s.status = 'pending' AND s.due_at > s.created_at "
+         "AND s.due_at > now() AND s.partition = ANY($1::int[])), "
+         "(SELECT min(r.next_attempt_at) FROM " + t + " r WHERE r.status = 'pending' "
+         "AND r.next_attempt_at > now() AND r.partition = ANY($1::int[]))"
+         ") - now()) * 1000)::bigint";
+}
+
+// messages_finished_idx, oldest first; SKIP LOCKED keeps two purgers apart.
+std::string purge(const std::string& t) {
+  return "DELETE FROM " + t + " WHERE id IN (SELECT f.id FROM " + t + " f "
+         "WHERE f.status IN ('dispatched', 'cancelled') "
+         "AND coalesce(f.dispatched_at, f.cancelled_at) < now() - $1::bigint * interval '1 millisecond' "
+         "ORDER BY coalesce(f.dispatched_at, f.cancelled_at) LIMIT $2 FOR UPDATE SKIP LOCKED)";
+}
+
+std::string set_idle(const std::string& instances) {
+  return "INSERT INTO " + instances + " (instance_id, idle, heartbeat_at) VALUES ($1, $2, now()) "
+         "ON CONFLICT (instance_id) DO UPDATE SET idle = EXCLUDED.idle, heartbeat_at = now()";
+}
+
+}  // namespace outboxd::pg::outbox_sql

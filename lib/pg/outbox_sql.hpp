@@ -1,0 +1,24 @@
+// Statement texts of OutboxStore (internal to lib/pg); `t` is the quoted "schema".messages.
+#pragma once
+
+#include <string>
+
+namespace outboxd::pg::outbox_sql {
+
+// Columns of a claimed row, in this order.
+enum Column {
+  kId, kMessageId, kDestination, kSessionId, kCorrelationId, kParentMessageId, kOriginatingMessageId,
+  kSubject, kContentType, kTraceparent, kHeaders, kBodyHex, kTtlMs, kCreatedUs, kDueUs, kScheduled,
+  kAttempts, kPartition, kColumnCount
+};
+
+std::string claim_immediate(const std::string& t);
+std::string claim_scheduled(const std::string& t);
+std::string mark_dispatched(const std::string& t);
+std::string delete_dispatched(const std::string& t);
+std::string record_failures(const std::string& t);
+std::string time_to_next_due(const std::string& t);
+std::string purge(const std::string& t);
+std::string set_idle(const std::string& instances);
+
+}  // namespace outboxd::pg::outbox_sql

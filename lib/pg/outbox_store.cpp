@@ -1,0 +1,186 @@
+// Claim, mark, back off, park, purge: the dispatch loop's prepared statements.
+#include "pg/outbox_store.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "pg/outbox_sql.hpp"
+#include "pg/text_codec.hpp"
+
+namespace outboxd::pg {
+namespace {
+
+namespace sql = outbox_sql;
+
+constexpr std::size_t kMaxErrorBytes = 1000;
+
+core::Error in_context(const char* context, const core::Error& error) {
+  return {error.kind, std::string(context) + ": " + error.message};
+}
+
+core::Status status_of(const core::Result<Rows>& rows, const char* context) {
+  if (!rows) return in_context(context, rows.error());
+  return {};
+}
+
+using std::chrono::microseconds;
+using std::chrono::system_clock;
+
+system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
+
+core::Result<std::vector<core::OutboxMessage>> decode(const Rows& rows) {
+  std::vector<core::OutboxMessage> out;
+  out.reserve(static_cast<std::size_t>(rows.size()));
+  for (int r = 0; r < rows.size(); ++r) {
+    core::OutboxMessage m;
+    m.id = rows.int64(r, sql::kId);
+    m.message_id = std::string(rows.text(r, sql::kMessageId));
+    m.destination = std::string(rows.text(r, sql::kDestination));
+    m.session_id = rows.optional_text(r, sql::kSessionId);
+    m.correlation_id = rows.optional_text(r, sql::kCorrelationId);
+    m.parent_message_id = rows.optional_text(r, sql::kParentMessageId);
+    m.originating_message_id = rows.optional_text(r, sql::kOriginatingMessageId);
+    m.subject = rows.optional_text(r, sql::kSubject);
+    m.content_type = rows.optional_text(r, sql::kContentType);
+    m.traceparent = rows.optional_text(r, sql::kTraceparent);
+    m.headers_json = std::string(rows.text(r, sql::kHeaders));
+    auto body = decode_hex(rows.text(r, sql::kBodyHex));
+    if (!body) return core::fatal_error("row " + std::to_string(m.id) + ": body is not hex text");
+    m.body = std::move(*body);
+    if (auto ttl = rows.optional_int64(r, sql::kTtlMs)) m.ttl = std::chrono::milliseconds(*ttl);
+    m.created_at = from_epoch_us(rows.int64(r, sql::kCreatedUs));
+    // due_at only for scheduled rows: for immediate ones it says nothing.
+    if (rows.boolean(r, sql::kScheduled)) m.due_at = from_epoch_us(rows.int64(r, sql::kDueUs));
+    m.attempts = static_cast<int>(rows.int64(r, sql::kAttempts));
+    m.partition = static_cast<int>(rows.int64(r, sql::kPartition));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// Cuts at a UTF-8 character boundary so the text stays valid.
+std::string bounded(std::string_view text) {
+  if (text.size() <= kMaxErrorBytes) return std::string(text);
+  std::size_t end = kMaxErrorBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end));
+}
+
+}  // namespace
+
+OutboxStore::OutboxStore(Connection& connection, std::string schema)
+    : connection_(connection),
+      schema_(std::move(schema)),
+      table_(quote_ident(schema_) + ".messages"),
+      channel_(schema_ + "_wakeup"),
+      prefix_("outboxd." + schema_ + ".") {
+  statements_ = {
+      {prefix_ + "claim_immediate", sql::claim_immediate(table_)},
+      {prefix_ + "claim_scheduled", sql::claim_scheduled(table_)},
+      {prefix_ + "mark_dispatched", sql::mark_dispatched(table_)},
+      {prefix_ + "delete_dispatched", sql::delete_dispatched(table_)},
+      {prefix_ + "record_failures", sql::record_failures(table_)},
+      {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
+      {prefix_ + "purge", sql::purge(table_)},
+      {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
+  };
+  for (const auto& [name, text] : statements_) connection_.define(name, text);
+}
+
+core::Status OutboxStore::prepare() {
+  for (const auto& [name, text] : statements_) {
+    if (auto prepared = connection_.prepare(name, text); !prepared) return prepared;
+  }
+  return {};
+}
+
+core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params) {
+  return connection_.exec_prepared(prefix_ + std::string(name), params);
+}
+
+core::Result<std::vector<core::OutboxMessage>> OutboxStore::claim(const std::vector<int>& partitions, int limit) {
+  if (partitions.empty() || limit <= 0) return std::vector<core::OutboxMessage>{};
+  const Params params{int_array_literal(partitions), std::to_string(limit)};
+  auto immediate_rows = run("claim_immediate", params);
+  if (!immediate_rows) return in_context("claiming immediate rows", immediate_rows.error());
+  auto scheduled_rows = run("claim_scheduled", params);
+  if (!scheduled_rows) return in_context("claiming scheduled rows", scheduled_rows.error());
+  auto immediate = decode(immediate_rows.value());
+  if (!immediate) return immediate.error();
+  auto scheduled = decode(scheduled_rows.value());
+  if (!scheduled) return scheduled.error();
+
+  // A full immediate batch may have left out rows above its last id; a
+  // scheduled row above that id waits for the next claim too, so that no
+  // session sees a higher id before a lower one.
+  core::RowId cut = std::numeric_limits<core::RowId>::max();
+  if (immediate.value().size() == static_cast<std::size_t>(limit)) cut = immediate.value().back().id;
+  auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
+  std::sort(scheduled.value().begin(), scheduled.value().end(), by_id);
+  std::vector<core::OutboxMessage> merged;
+  merged.reserve(immediate.value().size() + scheduled.value().size());
+  std::merge(std::make_move_iterator(immediate.value().begin()), std::make_move_iterator(immediate.value().end()),
+             std::make_move_iterator(scheduled.value().begin()), std::make_move_iterator(scheduled.value().end()),
+             std::back_inserter(merged), by_id);
+  merged.erase(std::find_if(merged.begin(), merged.end(), [cut](const core::OutboxMessage& m) { return m.id > cut; }),
+               merged.end());
+  return merged;
+}
+
+core::Status OutboxStore::mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode) {
+  if (ids.empty()) return {};
+  const char* statement = mode == config::RetentionMode::keep ? "mark_dispatched" : "delete_dispatched";
+  return status_of(run(statement, {int_array_literal(ids)}), "marking rows dispatched");
+}
+
+core::Status OutboxStore::record_failures(const std::vector<FailureRecord>& failures) {
+  if (failures.empty()) return {};
+  std::vector<std::int64_t> ids;
+  std::vector<int> attempts;
+  std::vector<std::int64_t> retry_ms;
+  std::vector<std::string> errors;
+  std::vector<bool> park;
+  for (const FailureRecord& failure : failures) {
+    ids.push_back(failure.id);
+    attempts.push_back(failure.attempts);
+    retry_ms.push_back(std::max<std::int64_t>(0, failure.retry_in.count()));
+    errors.push_back(bounded(failure.error));
+    park.push_back(failure.park);
+  }
+  return status_of(run("record_failures", {int_array_literal(ids), int_array_literal(attempts),
+                                           int_array_literal(retry_ms), text_array_literal(errors),
+                                           bool_array_literal(park)}),
+                   "recording failed deliveries");
+}
+
+core::Result<std::optional<std::chrono::milliseconds>> OutboxStore::time_to_next_due(
+    const std::vector<int>& partitions) {
+  using Wait = std::optional<std::chrono::milliseconds>;
+  if (partitions.empty()) return Wait();
+  auto rows = run("time_to_next_due", {int_array_literal(partitions)});
+  if (!rows) return in_context("looking for the next due row", rows.error());
+  const auto ms = rows.value().optional_int64(0, 0);
+  if (!ms) return Wait();
+  return Wait(std::chrono::milliseconds(std::max<std::int64_t>(0, *ms)));
+}
+
+core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int batch) {
+  if (batch <= 0) return 0;
+  auto rows = run("purge", {std::to_string(keep_for.count()), std::to_string(batch)});
+  if (!rows) return in_context("purging finished rows", rows.error());
+  return static_cast<int>(rows.value().affected());
+}
+
+core::Status OutboxStore::set_idle(std::string_view instance_id, bool idle) {
+  return status_of(run("set_idle", {std::string(instance_id), std::string(idle ? "t" : "f")}),
+                   "updating this instance's idle flag");
+}
+
+core::Status OutboxStore::listen() {
+  if (auto listening = connection_.listen(channel_); !listening) {
+    return in_context("listening for wake-ups", listening.error());
+  }
+  return {};
+}
+
+}  // namespace outboxd::pg

@@ -1,0 +1,115 @@
+// The daemon's and the CLI's statements on <schema>.messages and <schema>.instances.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/outbox_message.hpp"
+#include "core/result.hpp"
+#include "pg/connection.hpp"
+
+namespace outboxd::pg {
+
+// A failed delivery to write back: back off until retry_in from now (database
+// clock), or park it. `attempts` is the row's new total, not an increment,
+// so writing the same record twice changes nothing.
+struct FailureRecord {
+  core::RowId id = 0;
+  int attempts = 0;
+  std::chrono::milliseconds retry_in{0};
+  std::string error;  // stored as last_error, cut to 1000 bytes
+  bool park = false;
+};
+
+struct DestinationStatus {
+  std::string destination;
+  std::int64_t pending = 0;    // status pending: due, scheduled and retrying together
+  std::int64_t due = 0;        // pending and due now, not backing off
+  std::int64_t scheduled = 0;  // pending with due_at still ahead
+  std::int64_t retrying = 0;   // pending and backing off after a failure
+  std::int64_t parked = 0;
+  // How long the oldest due pending row has waited since its due_at
+  // (created_at for immediate rows); nullopt when none is due.
+  std::optional<std::chrono::milliseconds> oldest_pending_age;
+};
+
+struct StatusReport {
+  DestinationStatus total;  // destination empty
+  std::vector<DestinationStatus> destinations;  // by name
+};
+
+class OutboxStore {
+ public:
+  // The schema is quoted into the statement texts once, here; every value
+  // travels as a bound parameter. Statements are prepared on first use.
+  OutboxStore(Connection& connection, std::string schema);
+
+  // Prepares every statement now, so that a missing schema or privilege
+  // shows up at start-up (fatal) rather than at the first claim.
+  core::Status prepare();
+
+  // Due pending rows of these partitions whose session is not blocked by a
+  // parked or backing-off earlier row, in id order: at most `limit`
+  // immediate rows (lowest ids) and `limit` scheduled ones (earliest due_at).
+  // When the immediate batch is full, scheduled rows above its last id are
+  // left for the next claim. No lock or transaction outlives the call.
+  // Known gap: with more than `limit` scheduled rows due at once, a session
+  // whose later-inserted row falls due before an earlier-inserted one can
+  // receive them across two claims in due order rather than id order.
+  core::Result<std::vector<core::OutboxMessage>> claim(const std::vector<int>& partitions, int limit);
+
+  // The broker accepted these rows. One statement: UPDATE to dispatched
+  // (retention keep) or DELETE (delete_rows). Only pending rows change.
+  // Marking and failures are separate autocommit statements, not one
+  // transaction: BEGIN/COMMIT would add two round trips to save one, and
+  // both are idempotent, so repeating one after an unknown outcome
+  // (Connection::last_failure().outcome_unknown) is safe. Lease fencing
+  // (only rows of partitions still held at the current epoch) will be one
+  // more predicate in these statements: see kFence in outbox_sql.cpp.
+  core::Status mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode);
+  // Backoffs and parks, one statement for the whole batch.
+  core::Status record_failures(const std::vector<FailureRecord>& failures);
+
+  // Time until the earliest scheduled row or backoff in these partitions falls
+  // due (database clock, rounded up); nullopt when nothing is waiting.
+  core::Result<std::optional<std::chrono::milliseconds>> time_to_next_due(const std::vector<int>& partitions);
+
+  // Deletes up to `batch` dispatched or cancelled rows finished more than
+  // keep_for ago; returns how many.
+  core::Result<int> purge(std::chrono::milliseconds keep_for, int batch);
+
+  // Upserts this instance's row: idle makes inserts NOTIFY the wake-up channel.
+  core::Status set_idle(std::string_view instance_id, bool idle);
+  // LISTEN on "<schema>_wakeup" (kept across Connection::reset()).
+  core::Status listen();
+  const std::string& channel() const { return channel_; }
+
+  // For `outboxd status`: counts per destination and in total.
+  core::Result<StatusReport> status();
+  // Parked rows back to pending with attempts 0 (the session unblocks), and
+  // a NOTIFY so a sleeping dispatcher looks at once. Return rows changed.
+  core::Result<int> requeue(std::string_view message_id);
+  core::Result<int> requeue_all_parked();
+  // A parked row is given up: status cancelled, never published, its session
+  // unblocked; last_error keeps the reason and says it was skipped.
+  core::Result<int> skip(std::string_view message_id);
+
+ private:
+  core::Result<Rows> run(std::string_view name, const Params& params);
+  core::Result<int> notify_if_changed(core::Result<Rows> changed, const char* context);
+
+  Connection& connection_;
+  std::string schema_;
+  std::string table_;  // "schema".messages
+  std::string channel_;
+  std::string prefix_;  // of this store's prepared statement names
+  std::vector<std::pair<std::string, std::string>> statements_;  // name, text
+};
+
+}  // namespace outboxd::pg
