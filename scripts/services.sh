@@ -250,6 +250,7 @@ rabbit_env() {
   export RABBITMQ_CONFIG_FILE=$RABBIT_DIR/rabbitmq.conf
   export RABBITMQ_ADVANCED_CONFIG_FILE=$RABBIT_DIR/advanced.config
   export RABBITMQ_CONF_ENV_FILE=$RABBIT_DIR/rabbitmq-env.conf
+  export RABBITMQ_PLUGINS_DIR=$RABBIT_DIR/plugins
 }
 
 rabbitmqctl() { (rabbit_env && "$RABBIT_BIN/rabbitmqctl" "$@"); }
@@ -289,6 +290,21 @@ rabbit_prepare() {
     chmod 400 "$RABBIT_DIR/home/.erlang.cookie"
   fi
   [[ -f $RABBIT_DIR/definitions.json ]] || rabbit_definitions >"$RABBIT_DIR/definitions.json"
+  # Only the broker's own apps and the AMQP 1.0 plugin: every plugin in the dir costs boot
+  # time (config schemas, module scans) even when it is not enabled.
+  if [[ ! -d $RABBIT_DIR/plugins ]]; then
+    local all app
+    all=$(dirname "$(readlink -f "$RABBIT_BIN/rabbitmq-server")")/../plugins
+    mkdir -p "$RABBIT_DIR/plugins"
+    for app in "$all"/*/; do
+      app=$(basename "$app")
+      case $app in
+        rabbitmq_prelaunch-* | rabbitmq_amqp1_0-*) ;;
+        rabbitmq_*) continue ;;
+      esac
+      ln -s "$(readlink -f "$all/$app")" "$RABBIT_DIR/plugins/$app"
+    done
+  fi
   echo '[rabbitmq_amqp1_0].' >"$RABBIT_DIR/enabled_plugins"
   : >"$RABBIT_DIR/rabbitmq-env.conf"
   cat >"$RABBIT_DIR/rabbitmq.conf" <<EOF
@@ -555,11 +571,16 @@ stop_all() {
 }
 
 status_all() {
+  local svc key running
   load_ports
-  local s
-  s=$(pg_running && echo running || echo stopped); printf '%-9s %-9s 127.0.0.1:%s\n' pg "$s" "${PORT[PG_PORT]:--}"
-  s=$(rabbit_running && echo running || echo stopped); printf '%-9s %-9s 127.0.0.1:%s\n' rabbitmq "$s" "${PORT[RABBITMQ_PORT]:--}"
-  s=$(artemis_running && echo running || echo stopped); printf '%-9s %-9s 127.0.0.1:%s\n' artemis "$s" "${PORT[ARTEMIS_PORT]:--}"
+  for svc in pg:PG_PORT:pg_running rabbitmq:RABBITMQ_PORT:rabbit_running artemis:ARTEMIS_PORT:artemis_running; do
+    IFS=: read -r svc key running <<<"$svc"
+    if "$running"; then
+      printf '%-9s %-9s 127.0.0.1:%s\n' "$svc" running "${PORT[$key]}"
+    else
+      printf '%-9s %-9s\n' "$svc" stopped
+    fi
+  done
 }
 
 # Single-service commands for fault tests; the env file is rewritten so it lists what runs.
