@@ -104,6 +104,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
       ++counters_.accepted;
       pending_.dispatched.push_back(id);
       settled_.insert(id);
+      drop_failure(id);
       rows_.erase(it);
       break;
     case core::DeliveryOutcome::rejected:
@@ -130,6 +131,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
 void Planner::on_persisted() {
   pending_.dispatched.clear();
   pending_.failures.clear();
+  failure_at_.clear();
   settled_.clear();
   const core::SteadyTime now = clock_.now();
   for (Session* session : parked_sessions_) {
@@ -293,10 +295,10 @@ void Planner::record_failure(RowMap::iterator it, std::string error, core::Stead
     return;
   }
   const core::Duration retry_in = backoff_.delay(attempts, random_);
-  pending_.failures.push_back({it->first, attempts, retry_in, std::move(error), false});
+  push_failure({it->first, attempts, retry_in, std::move(error), false});
   row.attempts = attempts;
   if (orphaned(row)) {
-    rows_.erase(it);
+    rows_.erase(it);  // refused by add() until persisted, so its attempts are not counted from a stale value
   } else {
     requeue(it, now + retry_in, now);
   }
@@ -309,9 +311,8 @@ void Planner::record_failure(RowMap::iterator it, std::string error, core::Stead
 void Planner::park(RowMap::iterator it, int attempts, std::string error) {
   const core::RowId id = it->first;
   Session* session = it->second.session;
-  pending_.failures.push_back({id, attempts, core::Duration::zero(), std::move(error), true});
+  push_failure({id, attempts, core::Duration::zero(), std::move(error), true});
   ++counters_.parked;
-  settled_.insert(id);
   rows_.erase(it);
   if (session == nullptr) return;
   ++session->generation;
@@ -323,6 +324,33 @@ void Planner::park(RowMap::iterator it, int attempts, std::string error) {
     rows_.erase(queued);
     return true;
   });
+}
+
+// One write per row: the newest decision replaces an unpersisted older one.
+// The id also stays refused by add() until persisted, so a forgotten row is
+// never re-added with attempts counted from a stale value.
+void Planner::push_failure(FailureWrite write) {
+  settled_.insert(write.id);
+  const auto [at, inserted] = failure_at_.try_emplace(write.id, pending_.failures.size());
+  if (inserted) {
+    pending_.failures.push_back(std::move(write));
+  } else {
+    pending_.failures[at->second] = std::move(write);
+  }
+}
+
+// The row was accepted after a failure not yet persisted: only the acceptance counts.
+void Planner::drop_failure(core::RowId id) {
+  if (failure_at_.empty()) return;
+  const auto at = failure_at_.find(id);
+  if (at == failure_at_.end()) return;
+  const std::size_t index = at->second;
+  failure_at_.erase(at);
+  if (index + 1 != pending_.failures.size()) {
+    pending_.failures[index] = std::move(pending_.failures.back());
+    failure_at_[pending_.failures[index].id] = index;
+  }
+  pending_.failures.pop_back();
 }
 
 void Planner::erase_if_idle(Session& session) {

@@ -47,9 +47,10 @@ struct FailureWrite {
   bool park = false;
 };
 
-// Decisions the caller must persist, in the order they were taken. One row
-// can appear twice in `failures` if it failed again before on_persisted();
-// apply them in order (the last one wins).
+// Decisions the caller must persist. A row appears at most once across both
+// lists, so they can be applied in any order: a later decision about a row
+// replaces an earlier one not yet persisted (a second failure replaces the
+// first; an acceptance removes a failure).
 struct PendingWrites {
   std::vector<core::RowId> dispatched;
   std::vector<FailureWrite> failures;
@@ -83,8 +84,9 @@ class Planner {
 
   Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random);
 
-  // Ignores ids it already knows (buffered, in flight, accepted or parked but
-  // not yet persisted) and rows of a session whose park is not yet persisted.
+  // Ignores ids it already knows (buffered, in flight, or with a write not
+  // yet persisted: accepted, failed, parked) and rows of a session whose park
+  // is not yet persisted.
   // Accepts more rows than claim_room() if given them. Returns how many were added.
   std::size_t add(const std::vector<RowRef>& claimed);
 
@@ -166,6 +168,8 @@ class Planner {
   void on_not_settled(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason,
                       core::SteadyTime now);
   void record_failure(RowMap::iterator it, std::string error, core::SteadyTime now);
+  void push_failure(FailureWrite write);
+  void drop_failure(core::RowId id);
   void park(RowMap::iterator it, int attempts, std::string error);
   void erase_if_idle(Session& session);
   bool publishable_head(const Session& session, core::RowId id) const;
@@ -179,7 +183,8 @@ class Planner {
 
   RowMap rows_;                                         // buffered and in flight
   std::unordered_map<std::string, Session> sessions_;   // sessions with rows, in flight or parked
-  std::unordered_set<core::RowId> settled_;             // accepted or parked, not yet persisted
+  std::unordered_set<core::RowId> settled_;             // ids with a write not yet persisted
+  std::unordered_map<core::RowId, std::size_t> failure_at_;  // index in pending_.failures
   std::vector<Session*> parked_sessions_;               // parks not yet persisted
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;

@@ -64,17 +64,28 @@ TEST_CASE("Attempts continue from the persisted count", "[dispatch][planner][ret
   check_failure(f.failures()[0], 7, 3, 320ms, "rejected", false);  // 400ms * 0.8; empty reason gets a default
 }
 
-TEST_CASE("Two failures before on_persisted are both pending, in order", "[dispatch][planner][retry]") {
+TEST_CASE("A row has at most one pending write: the newest decision replaces older ones", "[dispatch][planner][retry]") {
   PlannerFixture f;
-  f.add({row(1, "A")});
-  f.take();
+  f.add({row(1, "A"), row(2, "B"), row(3, "C")});
+  CHECK(f.take() == Ids{1, 2, 3});
   f.reject(1, "one");
+  f.reject(2, "first");
+  f.reject(3, "third");
   f.clock.advance(100ms);
-  CHECK(f.take() == Ids{1});
+  CHECK(f.take() == Ids{1, 2, 3});
   f.reject(1, "two");
-  REQUIRE(f.failures().size() == 2);
-  check_failure(f.failures()[0], 1, 1, 100ms, "one", false);
-  check_failure(f.failures()[1], 1, 2, 200ms, "two", false);
+  REQUIRE(f.failures().size() == 3);
+  check_failure(f.failures()[0], 1, 2, 200ms, "two", false);  // replaced in place
+
+  f.accept(3);  // the row is done: its failure need not be written
+  f.clock.advance(200ms);
+  CHECK(f.take() == Ids{1});
+  f.accept(1);
+  CHECK(f.dispatched() == Ids{3, 1});
+  REQUIRE(f.failures().size() == 1);
+  check_failure(f.failures()[0], 2, 1, 100ms, "first", false);
+  f.planner.on_persisted();
+  CHECK(f.planner.pending_writes().empty());
 }
 
 TEST_CASE("Reaching max_attempts parks the row and drops its session's buffered rows", "[dispatch][planner][park]") {
@@ -233,8 +244,8 @@ TEST_CASE("A rejection ends a streak of releases", "[dispatch][planner][release]
   REQUIRE(f.failures().size() == 1);
   REQUIRE(f.take() == Ids{1});
   f.release(1);
-  REQUIRE(f.failures().size() == 2);
-  check_failure(f.failures()[1], 1, 2, 200ms, "released 3 times in a row", false);
+  REQUIRE(f.failures().size() == 1);  // the newer failure replaces the unpersisted one
+  check_failure(f.failures()[0], 1, 2, 200ms, "released 3 times in a row", false);
 }
 
 TEST_CASE("Counted releases can park a row", "[dispatch][planner][release][park]") {
@@ -375,6 +386,14 @@ TEST_CASE("drop_partition forgets buffered rows of the partition, not rows in fl
     f.reject(6, "still ours");  // partition 2: retried as usual
     f.clock.advance(100ms);
     CHECK(f.take() == Ids{6});
+  }
+  SECTION("an orphan that is rejected records its attempt; it is refused until that is persisted") {
+    f.reject(5, "no");
+    REQUIRE(f.failures().size() == 1);
+    check_failure(f.failures()[0], 5, 1, 100ms, "no", false);
+    CHECK(f.add({row(5, "", 0, 1)}) == 0);
+    f.planner.on_persisted();
+    CHECK(f.add({row(5, "", 1, 1)}) == 1);
   }
   SECTION("a regained partition's rows queue behind an orphan still in flight") {
     CHECK(f.add({row(2, "A", 0, 1), row(7, "", 0, 1)}) == 2);
