@@ -1,0 +1,194 @@
+// Connection against a real server: settings, parameters, error kinds, prepared statements, reconnects.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <thread>
+
+#include "pg/connection.hpp"
+#include "scratch_database.hpp"
+
+using namespace outboxd;
+using namespace outboxd::pg;
+using namespace outboxd::pg::testing;
+
+TEST_CASE("open sets application_name and statement_timeout for the session", "[pg][connection]") {
+  ScratchDatabase db;
+  config::DatabaseConfig config = db.config();
+  config.statement_timeout = std::chrono::milliseconds(1234);
+  auto connection = Connection::open(config, "outboxd unit-7");
+  REQUIRE(connection.ok());
+  CHECK(connection.value().ok());
+  CHECK(connection.value().socket() >= 0);
+  CHECK(must(connection.value(), "SHOW application_name").text(0, 0) == "outboxd unit-7");
+  CHECK(must(connection.value(), "SHOW statement_timeout").text(0, 0) == "1234ms");
+  CHECK(must(connection.value(), "SHOW client_encoding").text(0, 0) == "UTF8");
+}
+
+TEST_CASE("open classifies what cannot succeed by retrying as fatal", "[pg][connection]") {
+  ScratchDatabase db;
+  config::DatabaseConfig config = db.config();
+  SECTION("a database that does not exist") {
+    config.url += "_missing";  // the database name is last in the scratch URL
+    auto connection = Connection::open(config, "x");
+    REQUIRE_FALSE(connection.ok());
+    CHECK(connection.error().kind == core::ErrorKind::fatal);
+    CHECK_THAT(connection.error().message, Catch::Contains("does not exist"));
+  }
+  SECTION("nothing listening is transient") {
+    config.url = "postgresql://postgres@127.0.0.1:1/postgres";
+    auto connection = Connection::open(config, "x");
+    REQUIRE_FALSE(connection.ok());
+    CHECK(connection.error().kind == core::ErrorKind::transient);
+  }
+}
+
+TEST_CASE("statements bind every parameter, NULL included", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  const Rows rows = must(connection, "SELECT $1::text, $2::int + 1, $3::text IS NULL, cardinality($4::bigint[])",
+                         {"it's \"quoted\"; --", "41", std::nullopt, "{1,2,3}"});
+  CHECK(rows.text(0, 0) == "it's \"quoted\"; --");
+  CHECK(rows.int64(0, 1) == 42);
+  CHECK(rows.boolean(0, 2));
+  CHECK(rows.int64(0, 3) == 3);
+  CHECK(rows.optional_text(0, 0).has_value());
+  const Rows nulls = must(connection, "SELECT NULL::text, NULL::bigint");
+  CHECK_FALSE(nulls.optional_text(0, 0).has_value());
+  CHECK_FALSE(nulls.optional_int64(0, 1).has_value());
+}
+
+TEST_CASE("errors carry SQLSTATE, message and detail, and the classifier's kind", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  auto missing = connection.exec("SELECT * FROM nowhere.messages");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == core::ErrorKind::fatal);
+  CHECK_THAT(missing.error().message, Catch::StartsWith("[42P01] relation \"nowhere.messages\" does not exist"));
+  CHECK(connection.last_failure().sqlstate == "42P01");
+
+  auto bad_value = connection.exec_params("SELECT $1::int", {"forty-two"});
+  REQUIRE_FALSE(bad_value.ok());
+  CHECK(bad_value.error().kind == core::ErrorKind::rejected);
+
+  must(connection, "CREATE TABLE t (id int PRIMARY KEY)");
+  must(connection, "INSERT INTO t VALUES (1)");
+  auto duplicate = connection.exec("INSERT INTO t VALUES (1)");
+  REQUIRE_FALSE(duplicate.ok());
+  CHECK(duplicate.error().kind == core::ErrorKind::rejected);
+  CHECK_THAT(duplicate.error().message, Catch::Contains("detail: Key (id)=(1) already exists."));
+  CHECK_FALSE(connection.last_failure().outcome_unknown);
+
+  auto timeout = connection.exec("SET statement_timeout = 50; SELECT pg_sleep(1)");
+  REQUIRE_FALSE(timeout.ok());
+  CHECK(timeout.error().kind == core::ErrorKind::transient);
+  CHECK(connection.last_failure().sqlstate == "57014");
+  CHECK(connection.ok());
+}
+
+TEST_CASE("prepared statements are prepared once per session, again after a reconnect", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  connection.define("double", "SELECT $1::int * 2");
+  auto first = connection.exec_prepared("double", {"21"});
+  REQUIRE(first.ok());
+  CHECK(first.value().int64(0, 0) == 42);
+  CHECK(must(connection, "SELECT count(*) FROM pg_prepared_statements WHERE name = 'double'").int64(0, 0) == 1);
+
+  terminate_backend(connection);
+  auto lost = connection.exec_prepared("double", {"1"});
+  REQUIRE_FALSE(lost.ok());
+  CHECK(lost.error().kind == core::ErrorKind::transient);
+  CHECK(connection.last_failure().connection_lost);
+  CHECK_FALSE(connection.ok());
+  CHECK(connection.socket() == -1);
+  auto still_down = connection.exec("SELECT 1");
+  REQUIRE_FALSE(still_down.ok());
+  CHECK(still_down.error().kind == core::ErrorKind::transient);
+
+  REQUIRE(connection.reset().ok());
+  auto again = connection.exec_prepared("double", {"5"});
+  REQUIRE(again.ok());
+  CHECK(again.value().int64(0, 0) == 10);
+
+  SECTION("a statement the server forgot (DISCARD ALL) is prepared again") {
+    must(connection, "DISCARD ALL");
+    auto after_discard = connection.exec_prepared("double", {"4"});
+    REQUIRE(after_discard.ok());
+    CHECK(after_discard.value().int64(0, 0) == 8);
+  }
+  SECTION("redefining a name with other text replaces the statement") {
+    connection.define("double", "SELECT $1::int * 3");
+    auto tripled = connection.exec_prepared("double", {"4"});
+    REQUIRE(tripled.ok());
+    CHECK(tripled.value().int64(0, 0) == 12);
+  }
+  SECTION("an unknown name is an error, not a crash") {
+    auto unknown = connection.exec_prepared("nope", {});
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.error().kind == core::ErrorKind::fatal);
+  }
+}
+
+TEST_CASE("a connection lost at COMMIT reports the outcome as unknown", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  must(connection, "CREATE TABLE t (id int)");
+  must(connection, "BEGIN");
+  must(connection, "INSERT INTO t VALUES (1)");
+  terminate_backend(connection);
+
+  SECTION("COMMIT") {
+    auto commit = connection.exec("COMMIT");
+    REQUIRE_FALSE(commit.ok());
+    CHECK(commit.error().kind == core::ErrorKind::transient);
+    CHECK(connection.last_failure().outcome_unknown);
+    CHECK_THAT(commit.error().message, Catch::Contains("outcome unknown"));
+  }
+  SECTION("a statement inside the open transaction: it surely rolled back") {
+    auto insert = connection.exec("INSERT INTO t VALUES (2)");
+    REQUIRE_FALSE(insert.ok());
+    CHECK(connection.last_failure().connection_lost);
+    CHECK_FALSE(connection.last_failure().outcome_unknown);
+  }
+}
+
+TEST_CASE("LISTEN survives a reset and notifications are read without blocking", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection listener = db.connect();
+  Connection sender = db.connect();
+  REQUIRE(listener.listen("Mixed_Case").ok());
+  auto none = listener.consume_input_and_notifications();
+  REQUIRE(none.ok());
+  CHECK_FALSE(none.value());
+
+  must(sender, "SELECT pg_notify('Mixed_Case', 'x')");
+  bool arrived = false;
+  for (int i = 0; i < 100 && !arrived; ++i) {
+    auto got = listener.consume_input_and_notifications();
+    REQUIRE(got.ok());
+    arrived = got.value();
+    if (!arrived) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(arrived);
+
+  terminate_backend(listener);
+  // The server's goodbye may be read before the end of the stream is seen.
+  std::optional<core::Error> lost;
+  for (int i = 0; i < 100 && !lost; ++i) {
+    auto got = listener.consume_input_and_notifications();
+    if (!got) lost = got.error();
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(lost.has_value());
+  CHECK(lost->kind == core::ErrorKind::transient);
+  REQUIRE(listener.reset().ok());
+  must(sender, "SELECT pg_notify('Mixed_Case', 'y')");
+  arrived = false;
+  for (int i = 0; i < 100 && !arrived; ++i) {
+    auto got = listener.consume_input_and_notifications();
+    REQUIRE(got.ok());
+    arrived = got.value();
+    if (!arrived) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(arrived);
+}

@@ -1,0 +1,202 @@
+// migrate against a real database: fresh install, re-run, dry run, concurrency, edited and newer scripts.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "pg/migrator.hpp"
+#include "scratch_database.hpp"
+
+using namespace outboxd;
+using namespace outboxd::pg;
+using namespace outboxd::pg::testing;
+
+namespace {
+
+std::int64_t count(Connection& connection, const std::string& sql) { return must(connection, sql).int64(0, 0); }
+
+bool schema_exists(Connection& connection, const std::string& schema) {
+  return must(connection, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", {schema}).boolean(0, 0);
+}
+
+}  // namespace
+
+TEST_CASE("migrate installs both schemas and records every script", "[pg][migrate]") {
+  REQUIRE_FALSE(migrations().empty());
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  auto report = migrate(connection, ScratchDatabase::default_options());
+  REQUIRE(report.ok());
+  CHECK(report.value().count(MigrationState::applied_now) == static_cast<int>(migrations().size()));
+  CHECK(report.value().version_before == 0);
+  CHECK(report.value().version_after == migrations().back().version);
+  CHECK(schema_exists(connection, "outbox"));
+  CHECK(schema_exists(connection, "workflow"));
+  CHECK(count(connection, "SELECT count(*) FROM outbox.schema_migrations") ==
+        static_cast<std::int64_t>(migrations().size()));
+  const Rows recorded = must(connection, "SELECT version, name, checksum, applied_by FROM outbox.schema_migrations "
+                                         "ORDER BY version");
+  for (int i = 0; i < recorded.size(); ++i) {
+    const Migration& m = migrations()[static_cast<std::size_t>(i)];
+    CHECK(recorded.int64(i, 0) == m.version);
+    CHECK(recorded.text(i, 1) == m.name);
+    CHECK(recorded.text(i, 2) == m.checksum);
+    CHECK(recorded.text(i, 3) == "postgres");
+  }
+  CHECK(count(connection, "SELECT partition_count FROM outbox.settings") == 8);
+  CHECK(count(connection, "SELECT count(*) FROM outbox.leases") == 8);
+  // The session is handed back with its search_path as before.
+  CHECK(must(connection, "SHOW search_path").text(0, 0) == "\"$user\", public");
+  auto version = applied_version(connection, "outbox");
+  REQUIRE(version.ok());
+  CHECK(version.value() == migrations().back().version);
+}
+
+TEST_CASE("migrate again applies nothing and says so", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  const std::string last_applied = "SELECT max(applied_at)::text FROM outbox.schema_migrations";
+  const auto applied_at = std::string(must(connection, last_applied).text(0, 0));
+  auto again = migrate(connection, ScratchDatabase::default_options());
+  REQUIRE(again.ok());
+  CHECK(again.value().count(MigrationState::applied_now) == 0);
+  CHECK(again.value().count(MigrationState::already_applied) == static_cast<int>(migrations().size()));
+  CHECK(again.value().version_before == again.value().version_after);
+  CHECK(must(connection, last_applied).text(0, 0) == applied_at);
+}
+
+TEST_CASE("a dry run changes nothing and lists what it would apply", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  MigrateOptions options = ScratchDatabase::default_options();
+  options.dry_run = true;
+
+  SECTION("on an empty database") {
+    auto report = migrate(connection, options);
+    REQUIRE(report.ok());
+    CHECK(report.value().dry_run);
+    CHECK(report.value().count(MigrationState::would_apply) == static_cast<int>(migrations().size()));
+    CHECK_FALSE(schema_exists(connection, "outbox"));
+    auto version = applied_version(connection, "outbox");
+    REQUIRE(version.ok());
+    CHECK_FALSE(version.value().has_value());
+  }
+  SECTION("on a migrated database it still validates checksums") {
+    options.dry_run = false;
+    REQUIRE(migrate(connection, options).ok());
+    options.dry_run = true;
+    auto report = migrate(connection, options);
+    REQUIRE(report.ok());
+    CHECK(report.value().count(MigrationState::already_applied) == static_cast<int>(migrations().size()));
+    must(connection, "UPDATE outbox.schema_migrations SET checksum = 'abc' WHERE version = 1");
+    auto refused = migrate(connection, options);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message.find("was edited after it was applied") != std::string::npos);
+  }
+}
+
+TEST_CASE("two concurrent migrate runs both succeed and apply each script once", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection first = db.connect("migrate-1");
+  Connection second = db.connect("migrate-2");
+  std::optional<core::Result<MigrationReport>> a;
+  std::optional<core::Result<MigrationReport>> b;
+  std::thread one([&] { a.emplace(migrate(first, ScratchDatabase::default_options())); });
+  std::thread two([&] { b.emplace(migrate(second, ScratchDatabase::default_options())); });
+  one.join();
+  two.join();
+  REQUIRE(a->ok());
+  REQUIRE(b->ok());
+  const int total = static_cast<int>(migrations().size());
+  CHECK(a->value().count(MigrationState::applied_now) + b->value().count(MigrationState::applied_now) == total);
+  CHECK(a->value().count(MigrationState::applied_now) + a->value().count(MigrationState::already_applied) == total);
+  CHECK(count(first, "SELECT count(*) FROM outbox.schema_migrations") == total);
+}
+
+TEST_CASE("an applied script that was edited is refused with its name and both checksums", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  const Migration& first = migrations().front();
+  must(connection, "UPDATE outbox.schema_migrations SET checksum = 'deadbeef' WHERE version = $1",
+       {std::to_string(first.version)});
+  auto refused = migrate(connection, ScratchDatabase::default_options());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind == core::ErrorKind::fatal);
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("migration " + first.name + " was edited after it was applied (checksum deadbeef != " +
+                             first.checksum + ")"));
+}
+
+TEST_CASE("a database newer than the binary is refused", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  const std::vector<Migration> older(migrations().begin(), migrations().begin() + 1);
+  auto refused = migrate(connection, ScratchDatabase::default_options(), older);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("database is at version " + std::to_string(migrations().back().version) +
+                             ", this binary knows up to " + std::to_string(older.back().version)));
+}
+
+TEST_CASE("a new script on top of an installed database is applied alone", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  std::vector<Migration> next = migrations();
+  const int version = next.back().version + 1;
+  next.push_back({version, std::to_string(version) + "_extra.sql",
+                  "CREATE TABLE extra (id int);\nCOMMENT ON TABLE extra IS 'from a test';\n", "feed"});
+  // The scripts run with search_path = <schema> set by 001; a new one relies on its own.
+  next.back().sql = "SET LOCAL search_path = outbox;\n" + next.back().sql;
+  auto report = migrate(connection, ScratchDatabase::default_options(), next);
+  REQUIRE(report.ok());
+  CHECK(report.value().count(MigrationState::applied_now) == 1);
+  CHECK(report.value().steps.back().state == MigrationState::applied_now);
+  CHECK(count(connection, "SELECT count(*) FROM outbox.extra") == 0);
+}
+
+TEST_CASE("a failing script rolls back completely and names the script and line", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  std::vector<Migration> next = migrations();
+  const int version = next.back().version + 1;
+  next.push_back({version, std::to_string(version) + "_broken.sql",
+                  "CREATE TABLE outbox.half (id int);\nSELECT 1;\nSELEC 2;\n", "feed"});
+  auto failed = migrate(connection, ScratchDatabase::default_options(), next);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().kind == core::ErrorKind::fatal);
+  CHECK_THAT(failed.error().message, Catch::Contains(next.back().name));
+  CHECK_THAT(failed.error().message, Catch::Contains("[42601]"));
+  CHECK_THAT(failed.error().message, Catch::Contains("at line 3"));
+  CHECK(must(connection, "SELECT to_regclass('outbox.half') IS NULL").boolean(0, 0));
+  CHECK(count(connection, "SELECT max(version) FROM outbox.schema_migrations") == migrations().back().version);
+}
+
+TEST_CASE("schema names from config are quoted everywhere", "[pg][migrate]") {
+  ScratchDatabase db;
+  MigrateOptions options;
+  options.schema = "Billing Outbox";
+  options.workflow_schema = "billing\"flows";
+  options.partitions = 4;
+  Connection connection = db.migrated(options);
+  CHECK(schema_exists(connection, "Billing Outbox"));
+  CHECK(schema_exists(connection, "billing\"flows"));
+  CHECK(count(connection, "SELECT count(*) FROM \"Billing Outbox\".schema_migrations") ==
+        static_cast<std::int64_t>(migrations().size()));
+  CHECK(count(connection, "SELECT count(*) FROM \"Billing Outbox\".leases") == 4);
+  auto again = migrate(connection, options);
+  REQUIRE(again.ok());
+  CHECK(again.value().count(MigrationState::applied_now) == 0);
+}
+
+TEST_CASE("migrate refuses bad options before touching the database", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  MigrateOptions options;
+  options.schema = std::string(64, 'x');
+  auto refused = migrate(connection, options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("63 bytes"));
+  options.schema = "outbox";
+  options.partitions = 0;
+  CHECK_FALSE(migrate(connection, options).ok());
+  CHECK_FALSE(schema_exists(connection, "outbox"));
+}

@@ -1,0 +1,92 @@
+// The CLI's view of the outbox: status counts, requeue and skip of parked rows.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+
+#include "outbox_rows.hpp"
+#include "pg/outbox_store.hpp"
+
+using namespace outboxd;
+using namespace outboxd::pg;
+using namespace outboxd::pg::testing;
+
+TEST_CASE("status counts rows per destination and in total", "[pg][admin]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  insert(connection, {"due-1", "s", "now() - interval '10 seconds'", "now() - interval '10 seconds'"});
+  insert(connection, {"due-2", "s"});
+  insert(connection, {"later", "s", "now()", "now() + interval '1 hour'"});
+  insert(connection, {"retry", "t", "now()", "now()", "pending", "now() + interval '1 minute'"});
+  insert(connection, {"parked", "u", "now()", "now()", "parked"});
+  insert(connection, {"done", "v", "now()", "now()", "dispatched"});
+  must(connection, "UPDATE outbox.messages SET destination = 'invoices' WHERE message_id = 'parked'");
+
+  auto report = store.status();
+  REQUIRE(report.ok());
+  const DestinationStatus& total = report.value().total;
+  CHECK(total.pending == 4);
+  CHECK(total.due == 2);
+  CHECK(total.scheduled == 1);
+  CHECK(total.retrying == 1);
+  CHECK(total.parked == 1);
+  REQUIRE(total.oldest_pending_age.has_value());
+  CHECK(*total.oldest_pending_age >= std::chrono::seconds(10));
+  CHECK(*total.oldest_pending_age < std::chrono::seconds(60));
+  REQUIRE(report.value().destinations.size() == 2);
+  CHECK(report.value().destinations[0].destination == "invoices");
+  CHECK(report.value().destinations[0].parked == 1);
+  CHECK_FALSE(report.value().destinations[0].oldest_pending_age.has_value());
+  CHECK(report.value().destinations[1].destination == "orders");
+  CHECK(report.value().destinations[1].pending == 4);
+}
+
+TEST_CASE("requeue and skip change parked rows only, and wake dispatchers", "[pg][admin]") {
+  ScratchDatabase db;
+  Connection cli = db.migrated();
+  Connection daemon = db.connect("daemon");
+  OutboxStore admin(cli, "outbox");
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.listen().ok());
+  insert(cli, {"p1", "s", "now()", "now()", "parked"});
+  insert(cli, {"p2", "t", "now()", "now()", "parked"});
+  insert(cli, {"p3", "u", "now()", "now()", "parked"});
+  insert(cli, {"pending", "v"});
+  must(cli, "UPDATE outbox.messages SET attempts = 10, last_error = 'rejected: bad' WHERE status = 'parked'");
+
+  auto not_parked = admin.requeue("pending");
+  REQUIRE(not_parked.ok());
+  CHECK(not_parked.value() == 0);
+  auto unknown = admin.skip("nope");
+  REQUIRE(unknown.ok());
+  CHECK(unknown.value() == 0);
+
+  auto requeued = admin.requeue("p1");
+  REQUIRE(requeued.ok());
+  CHECK(requeued.value() == 1);
+  pollfd fd{daemon.socket(), POLLIN, 0};
+  REQUIRE(::poll(&fd, 1, 5000) == 1);
+  auto woken = daemon.consume_input_and_notifications();
+  REQUIRE(woken.ok());
+  CHECK(woken.value());
+  const Rows p1 = must(cli, "SELECT status, attempts, next_attempt_at FROM outbox.messages WHERE message_id = 'p1'");
+  CHECK(p1.text(0, 0) == "pending");
+  CHECK(p1.int64(0, 1) == 0);
+  CHECK(p1.is_null(0, 2));
+
+  auto skipped = admin.skip("p2");
+  REQUIRE(skipped.ok());
+  CHECK(skipped.value() == 1);
+  const Rows p2 = must(cli, "SELECT status, cancelled_at IS NOT NULL, last_error FROM outbox.messages "
+                            "WHERE message_id = 'p2'");
+  CHECK(p2.text(0, 0) == "cancelled");
+  CHECK(p2.boolean(0, 1));
+  CHECK(p2.text(0, 2) == "skipped by operator; last error: rejected: bad");
+
+  auto all = admin.requeue_all_parked();
+  REQUIRE(all.ok());
+  CHECK(all.value() == 1);
+  auto claimed = store.claim(all_partitions(), 10);
+  REQUIRE(claimed.ok());
+  CHECK(claimed.value().size() == 3);  // p1, p3, pending
+}

@@ -1,0 +1,38 @@
+// Test rows for <schema>.messages, inserted directly with chosen timestamps and states.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/outbox_message.hpp"
+#include "scratch_database.hpp"
+
+namespace outboxd::pg::testing {
+
+struct TestRow {
+  std::string message_id;
+  std::optional<std::string> session_id;
+  std::string created_at = "now()";  // SQL expressions
+  std::string due_at = "now()";
+  std::string status = "pending";
+  std::string next_attempt_at = "NULL";
+  std::string finished_at = "NULL";  // dispatched_at or cancelled_at, by status
+};
+
+inline core::RowId insert(Connection& connection, const TestRow& row, const std::string& schema = "outbox") {
+  const std::string finished = row.finished_at == "NULL" && (row.status == "dispatched" || row.status == "cancelled")
+                                   ? "now()"
+                                   : row.finished_at;
+  const std::string sql =
+      "INSERT INTO \"" + schema + "\".messages (message_id, destination, session_id, body, created_at, due_at, "
+      "status, next_attempt_at, dispatched_at, cancelled_at) VALUES ($1, 'orders', $2, '\\x00ff'::bytea, " +
+      row.created_at + ", " + row.due_at + ", '" + row.status + "', " + row.next_attempt_at + ", " +
+      (row.status == "dispatched" ? finished : "NULL") + ", " + (row.status == "cancelled" ? finished : "NULL") +
+      ") RETURNING id";
+  return must(connection, sql, {row.message_id, row.session_id}).int64(0, 0);
+}
+
+// Every partition of a database migrated with default_options() (8 partitions).
+inline std::vector<int> all_partitions() { return {0, 1, 2, 3, 4, 5, 6, 7}; }
+
+}  // namespace outboxd::pg::testing

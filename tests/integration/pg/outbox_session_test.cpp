@@ -1,0 +1,105 @@
+// OutboxStore's session concerns: wake-up by NOTIFY only when idle, reconnects, and index use.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+
+#include "outbox_rows.hpp"
+#include "pg/outbox_store.hpp"
+
+using namespace outboxd;
+using namespace outboxd::pg;
+using namespace outboxd::pg::testing;
+
+namespace {
+
+// Waits for the socket like the daemon's loop does, then reads.
+bool woken_within(Connection& connection, int timeout_ms) {
+  pollfd fd{connection.socket(), POLLIN, 0};
+  if (::poll(&fd, 1, timeout_ms) <= 0) return false;
+  auto notified = connection.consume_input_and_notifications();
+  if (!notified) FAIL("consume: " << notified.error().message);
+  return notified.value();
+}
+
+std::string plan(Connection& connection, const std::string& statement) {
+  const Rows rows = must(connection, "EXPLAIN (COSTS OFF) " + statement);
+  std::string text;
+  for (int i = 0; i < rows.size(); ++i) text += std::string(rows.text(i, 0)) + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][store]") {
+  ScratchDatabase db;
+  Connection daemon = db.migrated();
+  Connection writer = db.connect("writer");
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  REQUIRE(store.listen().ok());
+  CHECK(store.channel() == "outbox_wakeup");
+
+  REQUIRE(store.set_idle("instance-1", false).ok());
+  insert(writer, {"busy", "s"});
+  CHECK_FALSE(woken_within(daemon, 300));
+
+  REQUIRE(store.set_idle("instance-1", true).ok());
+  CHECK(must(daemon, "SELECT idle FROM outbox.instances WHERE instance_id = 'instance-1'").boolean(0, 0));
+  insert(writer, {"idle", "s"});
+  CHECK(woken_within(daemon, 5000));
+
+  SECTION("the wake-up survives a reconnect") {
+    terminate_backend(daemon);
+    auto lost = store.claim(all_partitions(), 10);
+    REQUIRE_FALSE(lost.ok());
+    CHECK(lost.error().kind == core::ErrorKind::transient);
+    CHECK(daemon.last_failure().connection_lost);
+    REQUIRE(daemon.reset().ok());
+    insert(writer, {"after-reset", "s"});
+    CHECK(woken_within(daemon, 5000));
+    auto claimed = store.claim(all_partitions(), 10);  // statements prepared again
+    REQUIRE(claimed.ok());
+    CHECK(claimed.value().size() == 3);
+  }
+}
+
+TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  REQUIRE(store.prepare().ok());
+  // A realistic table: mostly finished rows, a few pending, parked and scheduled ones.
+  must(connection,
+       "INSERT INTO outbox.messages (message_id, destination, session_id, status, dispatched_at) "
+       "SELECT 'done-' || g, 'orders', 's' || (g % 500), 'dispatched', now() - g * interval '1 second' "
+       "FROM generate_series(1, 20000) g");
+  must(connection,
+       "INSERT INTO outbox.messages (message_id, destination, session_id) "
+       "SELECT 'new-' || g, 'orders', 's' || (g % 500) FROM generate_series(1, 50) g");
+  must(connection,
+       "INSERT INTO outbox.messages (message_id, destination, session_id, due_at) "
+       "SELECT 'later-' || g, 'orders', 's' || (g % 500), now() + g * interval '1 minute' "
+       "FROM generate_series(1, 50) g");
+  must(connection, "UPDATE outbox.messages SET status = 'parked' WHERE message_id IN ('new-1', 'new-2')");
+  must(connection, "ANALYZE outbox.messages");
+
+  const std::string args = "('{0,1,2,3,4,5,6,7}', 500)";
+  const std::string immediate = plan(connection, "EXECUTE \"outboxd.outbox.claim_immediate\"" + args);
+  INFO(immediate);
+  CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
+  CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));
+  const std::string scheduled = plan(connection, "EXECUTE \"outboxd.outbox.claim_scheduled\"" + args);
+  INFO(scheduled);
+  CHECK_THAT(scheduled, Catch::Contains("messages_scheduled_idx"));
+  CHECK_THAT(scheduled, Catch::Contains("messages_blocked_idx"));
+  const std::string next_due = plan(connection, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
+  INFO(next_due);
+  CHECK_THAT(next_due, Catch::Contains("messages_scheduled_idx"));
+  CHECK_THAT(next_due, Catch::Contains("messages_blocked_idx"));
+  const std::string purge = plan(connection, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
+  INFO(purge);
+  CHECK_THAT(purge, Catch::Contains("messages_finished_idx"));
+  const std::string mark = plan(connection, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}')");
+  INFO(mark);
+  CHECK_THAT(mark, Catch::Contains("messages_pkey"));
+}

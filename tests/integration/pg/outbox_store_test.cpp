@@ -1,0 +1,281 @@
+// OutboxStore against the real migrations: claim order and blocking, marking, failures, timing, purge.
+#include <catch2/catch.hpp>
+
+#include "outbox_rows.hpp"
+#include "pg/outbox_store.hpp"
+#include "pg/text_codec.hpp"
+
+using namespace outboxd;
+using namespace outboxd::pg;
+using namespace outboxd::pg::testing;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::vector<core::RowId> ids_of(const std::vector<core::OutboxMessage>& messages) {
+  std::vector<core::RowId> ids;
+  for (const auto& m : messages) ids.push_back(m.id);
+  return ids;
+}
+
+std::vector<core::RowId> claim_ids(OutboxStore& store, int limit = 100) {
+  auto claimed = store.claim(all_partitions(), limit);
+  if (!claimed) FAIL("claim: " << claimed.error().message);
+  return ids_of(claimed.value());
+}
+
+using Ids = std::vector<core::RowId>;
+
+}  // namespace
+
+TEST_CASE("claim returns due rows of both kinds in id order with every column", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  REQUIRE(store.prepare().ok());
+
+  const core::RowId full = must(connection,
+      "SELECT outbox.enqueue(destination => 'orders', message_id => 'm-1', body => '\\x00ff41'::bytea, "
+      "session_id => 's1', correlation_id => 'c-1', parent_message_id => 'p-1', originating_message_id => 'o-1', "
+      "subject => 'OrderPlaced', content_type => 'application/octet-stream', headers => '{\"k\": \"v\", \"n\": 1}', "
+      "ttl => interval '1500 milliseconds', "
+      "traceparent => '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01')").int64(0, 0);
+  const core::RowId scheduled_due =
+      insert(connection, {"m-2", "s1", "now() - interval '1 minute'", "now() - interval '1 second'"});
+  insert(connection, {"m-3", "s1", "now()", "now() + interval '1 hour'"});  // not yet due
+  const core::RowId plain = insert(connection, {"m-4", std::nullopt});
+
+  auto claimed = store.claim(all_partitions(), 10);
+  REQUIRE(claimed.ok());
+  REQUIRE(ids_of(claimed.value()) == Ids{full, scheduled_due, plain});
+
+  const core::OutboxMessage& m = claimed.value()[0];
+  CHECK(m.message_id == "m-1");
+  CHECK(m.destination == "orders");
+  CHECK(m.session_id == "s1");
+  CHECK(m.correlation_id == "c-1");
+  CHECK(m.parent_message_id == "p-1");
+  CHECK(m.originating_message_id == "o-1");
+  CHECK(m.subject == "OrderPlaced");
+  CHECK(m.content_type == "application/octet-stream");
+  CHECK(m.traceparent == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  CHECK(m.headers_json == "{\"k\": \"v\", \"n\": 1}");
+  CHECK(m.body == std::string("\x00\xff\x41", 3));
+  CHECK(m.ttl == milliseconds(1500));
+  CHECK_FALSE(m.due_at.has_value());
+  CHECK(m.attempts == 0);
+  CHECK(m.partition == must(connection, "SELECT partition FROM outbox.messages WHERE id = $1",
+                            {std::to_string(full)}).int64(0, 0));
+  const auto age = std::chrono::system_clock::now() - m.created_at;
+  CHECK(age > -std::chrono::seconds(5));
+  CHECK(age < std::chrono::seconds(60));
+
+  const core::OutboxMessage& s = claimed.value()[1];
+  REQUIRE(s.due_at.has_value());
+  CHECK(*s.due_at > s.created_at);
+  CHECK_FALSE(claimed.value()[2].session_id.has_value());
+  CHECK_FALSE(claimed.value()[2].ttl.has_value());
+}
+
+TEST_CASE("claim cuts both batches at the last id of a full one", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const std::string past = "now() - interval '1 minute'";
+  const std::string due = "now() - interval '1 second'";
+  const core::RowId i1 = insert(connection, {"i1", "a"});
+  const core::RowId s2 = insert(connection, {"s2", "a", past, due});
+  const core::RowId i3 = insert(connection, {"i3", "b"});
+  const core::RowId s4 = insert(connection, {"s4", "b", past, due});
+  const core::RowId i5 = insert(connection, {"i5", "a"});
+
+  CHECK(claim_ids(store, 10) == Ids{i1, s2, i3, s4, i5});
+  // Immediate batch [i1 i3] is full: s4 (> i3) waits for the next claim.
+  CHECK(claim_ids(store, 2) == Ids{i1, s2, i3});
+  // [i1] is full: s2 (> i1) waits too.
+  CHECK(claim_ids(store, 1) == Ids{i1});
+  CHECK(claim_ids(store, 0).empty());
+}
+
+TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const std::string created = "now() - interval '2 hours'";
+  const core::RowId due_recently = insert(connection, {"recent", "a", created, "now() - interval '1 second'"});
+  const core::RowId due_long_ago = insert(connection, {"long-ago", "b", created, "now() - interval '1 hour'"});
+  CHECK(claim_ids(store, 1) == Ids{due_long_ago});
+  CHECK(claim_ids(store, 2) == Ids{due_recently, due_long_ago});
+}
+
+TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const core::RowId id = insert(connection, {"only", "session-x"});
+  const int partition =
+      static_cast<int>(must(connection, "SELECT partition FROM outbox.messages WHERE id = $1", {std::to_string(id)})
+                           .int64(0, 0));
+  std::vector<int> others;
+  for (int p : all_partitions()) {
+    if (p != partition) others.push_back(p);
+  }
+  auto none = store.claim(others, 10);
+  REQUIRE(none.ok());
+  CHECK(none.value().empty());
+  auto one = store.claim({partition}, 10);
+  REQUIRE(one.ok());
+  CHECK(ids_of(one.value()) == Ids{id});
+  auto empty = store.claim({}, 10);
+  REQUIRE(empty.ok());
+  CHECK(empty.value().empty());
+}
+
+TEST_CASE("a parked or backing-off row holds back later rows of its own session only", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const core::RowId before_park = insert(connection, {"p0", "parked-session"});
+  insert(connection, {"p1", "parked-session", "now()", "now()", "parked"});
+  insert(connection, {"p2", "parked-session"});
+  insert(connection, {"b1", "backoff-session", "now()", "now()", "pending", "now() + interval '1 hour'"});
+  insert(connection, {"b2", "backoff-session"});
+  const core::RowId retry_due =
+      insert(connection, {"r1", "retry-session", "now()", "now()", "pending", "now() - interval '1 second'"});
+  const core::RowId after_retry = insert(connection, {"r2", "retry-session"});
+  const core::RowId free_row = insert(connection, {"x1", "free-session"});
+  const core::RowId no_session = insert(connection, {"y1", std::nullopt});
+  const core::RowId scheduled_later = insert(connection, {"p3", "parked-session", "now() - interval '1 minute'",
+                                                         "now() - interval '1 second'"});
+
+  CHECK(claim_ids(store) == Ids{before_park, retry_due, after_retry, free_row, no_session});
+  (void)scheduled_later;
+
+  // Requeue the parked row and end the backoff: the sessions flow again.
+  must(connection, "UPDATE outbox.messages SET status = 'pending' WHERE message_id = 'p1'");
+  must(connection, "UPDATE outbox.messages SET next_attempt_at = now() - interval '1 second' WHERE message_id = 'b1'");
+  CHECK(claim_ids(store).size() == 10);
+}
+
+TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const core::RowId a = insert(connection, {"a", "s"});
+  const core::RowId b = insert(connection, {"b", "s"});
+  const core::RowId parked = insert(connection, {"c", "t", "now()", "now()", "parked"});
+  const core::RowId untouched = insert(connection, {"d", "u"});
+
+  SECTION("retention keep") {
+    REQUIRE(store.mark_dispatched({a, b, parked}, config::RetentionMode::keep).ok());
+    const Rows rows = must(connection, "SELECT message_id, status, dispatched_at IS NOT NULL, next_attempt_at IS NULL "
+                                       "FROM outbox.messages ORDER BY id");
+    CHECK(rows.text(0, 1) == "dispatched");
+    CHECK(rows.boolean(0, 2));
+    CHECK(rows.boolean(0, 3));
+    CHECK(rows.text(1, 1) == "dispatched");
+    CHECK(rows.text(2, 1) == "parked");  // only pending rows are marked
+    CHECK(rows.text(3, 1) == "pending");
+  }
+  SECTION("retention delete") {
+    REQUIRE(store.mark_dispatched({a, b}, config::RetentionMode::delete_rows).ok());
+    CHECK(must(connection, "SELECT count(*) FROM outbox.messages").int64(0, 0) == 2);
+  }
+  CHECK(claim_ids(store) == Ids{untouched});
+  CHECK(store.mark_dispatched({}, config::RetentionMode::keep).ok());
+}
+
+TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const core::RowId retry = insert(connection, {"retry", "s1"});
+  const core::RowId later_in_session = insert(connection, {"retry-next", "s1"});
+  const core::RowId park = insert(connection, {"park", "s2"});
+  const core::RowId other = insert(connection, {"other", "s3"});
+  const std::string odd_error = "rejected: amqp:precondition-failed {\"x\"}, back\\slash, ü";
+  const std::string long_error = std::string(999, 'e') + "üü";  // byte 1000 is inside the first ü
+
+  REQUIRE(store.record_failures({{retry, 3, milliseconds(60000), odd_error, false},
+                                 {park, 10, milliseconds(0), long_error, true}})
+              .ok());
+  const Rows rows = must(connection,
+      "SELECT status, attempts, round(extract(epoch FROM next_attempt_at - now()))::bigint, last_error, "
+      "octet_length(last_error) FROM outbox.messages WHERE id = ANY($1::bigint[]) ORDER BY id",
+      {int_array_literal(std::vector<core::RowId>{retry, park})});
+  CHECK(rows.text(0, 0) == "pending");
+  CHECK(rows.int64(0, 1) == 3);
+  CHECK(rows.int64(0, 2) == 60);
+  CHECK(rows.text(0, 3) == odd_error);
+  CHECK(rows.text(1, 0) == "parked");
+  CHECK(rows.int64(1, 1) == 10);
+  CHECK(rows.is_null(1, 2));
+  CHECK(rows.int64(1, 4) == 999);  // 1000 bytes would split the first ü
+  // Both sessions are blocked now; the third flows.
+  CHECK(claim_ids(store) == Ids{other});
+  (void)later_in_session;
+  CHECK(store.record_failures({}).ok());
+}
+
+TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  auto nothing = store.time_to_next_due(all_partitions());
+  REQUIRE(nothing.ok());
+  CHECK_FALSE(nothing.value().has_value());
+
+  insert(connection, {"parked", "s"});
+  must(connection, "UPDATE outbox.messages SET status = 'parked'");
+  // Already due but held back by the parked row: must not make the daemon spin.
+  insert(connection, {"held", "s", "now() - interval '1 minute'", "now() - interval '1 second'"});
+  auto still_nothing = store.time_to_next_due(all_partitions());
+  REQUIRE(still_nothing.ok());
+  CHECK_FALSE(still_nothing.value().has_value());
+
+  insert(connection, {"timeout", "t", "now()", "now() + interval '5 seconds'"});
+  auto scheduled = store.time_to_next_due(all_partitions());
+  REQUIRE(scheduled.ok());
+  REQUIRE(scheduled.value().has_value());
+  CHECK(*scheduled.value() > milliseconds(4000));
+  CHECK(*scheduled.value() <= milliseconds(5000));
+
+  insert(connection, {"backoff", "u", "now()", "now()", "pending", "now() + interval '2 seconds'"});
+  auto backoff = store.time_to_next_due(all_partitions());
+  REQUIRE(backoff.ok());
+  REQUIRE(backoff.value().has_value());
+  CHECK(*backoff.value() > milliseconds(1000));
+  CHECK(*backoff.value() <= milliseconds(2000));
+  auto elsewhere = store.time_to_next_due({});
+  REQUIRE(elsewhere.ok());
+  CHECK_FALSE(elsewhere.value().has_value());
+}
+
+TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  for (int i = 0; i < 5; ++i) {
+    insert(connection, {"old-" + std::to_string(i), std::nullopt, "now() - interval '3 days'",
+                        "now() - interval '3 days'", "dispatched", "NULL",
+                        "now() - interval '2 days' + " + std::to_string(i) + " * interval '1 minute'"});
+  }
+  insert(connection, {"old-cancelled", std::nullopt, "now() - interval '3 days'", "now() + interval '1 day'",
+                      "cancelled", "NULL", "now() - interval '2 days'"});
+  insert(connection, {"recent", std::nullopt, "now()", "now()", "dispatched"});
+  insert(connection, {"pending", std::nullopt});
+
+  auto first = store.purge(std::chrono::hours(24), 4);
+  REQUIRE(first.ok());
+  CHECK(first.value() == 4);
+  auto second = store.purge(std::chrono::hours(24), 4);
+  REQUIRE(second.ok());
+  CHECK(second.value() == 2);
+  auto third = store.purge(std::chrono::hours(24), 4);
+  REQUIRE(third.ok());
+  CHECK(third.value() == 0);
+  const Rows left = must(connection, "SELECT message_id FROM outbox.messages ORDER BY id");
+  REQUIRE(left.size() == 2);
+  CHECK(left.text(0, 0) == "recent");
+  CHECK(left.text(1, 0) == "pending");
+}
