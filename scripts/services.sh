@@ -48,7 +48,7 @@ ARTEMIS_PID_FILE=$ARTEMIS_DIR/artemis.pid
 RABBIT_DIR=$SCRATCH/rabbitmq
 TEST_USER=outboxd
 TEST_PASSWORD=outboxd-secret
-START_TIMEOUT=${OUTBOXD_SERVICES_TIMEOUT:-120}
+START_TIMEOUT=${OUTBOXD_SERVICES_TIMEOUT:-300}
 
 declare -A PORT=()
 
@@ -251,6 +251,9 @@ rabbit_env() {
   export RABBITMQ_ADVANCED_CONFIG_FILE=$RABBIT_DIR/advanced.config
   export RABBITMQ_CONF_ENV_FILE=$RABBIT_DIR/rabbitmq-env.conf
   export RABBITMQ_PLUGINS_DIR=$RABBIT_DIR/plugins
+  # Erlang distribution (node and CLI) listens on loopback only, like everything else here.
+  export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='-kernel inet_dist_use_interface {127,0,0,1}'
+  export RABBITMQ_CTL_ERL_ARGS='-kernel inet_dist_use_interface {127,0,0,1}'
 }
 
 rabbitmqctl() { (rabbit_env && "$RABBIT_BIN/rabbitmqctl" "$@"); }
