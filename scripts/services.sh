@@ -55,7 +55,7 @@ declare -A PORT=()
 die() { printf 'services.sh: %s\n' "$*" >&2; exit 1; }
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 
-# One status line: service, state, where, seconds since $2 (ms timestamp).
+# One status line: service, state, where, and the seconds since $4 (a now_ms value).
 report() {
   local elapsed=$(($(now_ms) - $4))
   printf '%-9s %-9s %-28s %d.%03ds\n' "$1" "$2" "$3" $((elapsed / 1000)) $((elapsed % 1000))
@@ -330,6 +330,9 @@ rabbit_start() {
     report rabbitmq running "127.0.0.1:${PORT[RABBITMQ_PORT]}" "$t0"
     return 0
   fi
+  # After a kill -9 of the node its epmd is still there, holding our epmd port.
+  load_ports
+  epmd_stop
   ensure_ports RABBITMQ_PORT RABBITMQ_DIST_PORT EPMD_PORT
   rabbit_prepare
   rm -f "$RABBIT_DIR/rabbitmq.pid"
@@ -361,7 +364,10 @@ epmd_stop() {
   local port=${PORT[EPMD_PORT]:-} pid
   [[ -n $port ]] || return 0
   for pid in $(ss -Htlnp "sport = :$port" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
-    if pid_is "$pid" epmd; then kill "$pid" 2>/dev/null || true; fi
+    if pid_is "$pid" epmd; then
+      kill "$pid" 2>/dev/null || true
+      wait_gone "$pid" 5 || true
+    fi
   done
 }
 
@@ -604,7 +610,7 @@ main() {
     clean)
       stop_all
       [[ -L $SCRATCH/pg ]] && rm -rf "$(pg_dir)"
-      rm -rf "$SCRATCH"
+      rm -rf "$SCRATCH" "$TMP_ROOT/outboxd-pg-$TAG.run"
       ;;
     start-pg) one pg_start ;;
     stop-pg) one pg_stop ;;
