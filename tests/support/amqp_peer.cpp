@@ -25,6 +25,7 @@
 #include <proton/messaging_handler.hpp>
 #include <proton/receiver.hpp>
 #include <proton/receiver_options.hpp>
+#include <proton/ssl.hpp>
 #include <proton/target.hpp>
 #include <proton/transport.hpp>
 #include <proton/work_queue.hpp>
@@ -78,9 +79,9 @@ std::string ReceivedMessage::message_id() const { return proton::to_string(decod
 
 class AmqpPeer::Handler final : public proton::messaging_handler, public proton::listen_handler {
  public:
-  Handler() : container_(*this, "outboxd-test-peer"), queue_(container_) {
-    container_.server_connection_options(
-        proton::connection_options().sasl_enabled(true).sasl_allowed_mechs("ANONYMOUS"));
+  explicit Handler(const PeerTls& tls)
+      : tls_(!tls.cert_file.empty()), container_(*this, "outboxd-test-peer"), queue_(container_) {
+    container_.server_connection_options(server_options(tls));
     listener_ = container_.listen("127.0.0.1:0", static_cast<proton::listen_handler&>(*this));
     thread_ = std::thread([this] { container_.run(); });
     std::unique_lock lock(mutex_);
@@ -96,6 +97,17 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
   ~Handler() override {
     container_.stop();
     thread_.join();
+  }
+
+  static proton::connection_options server_options(const PeerTls& tls) {
+    proton::connection_options options;
+    options.sasl_enabled(true).sasl_allowed_mechs("ANONYMOUS");
+    if (tls.cert_file.empty()) return options;
+    const proton::ssl_certificate certificate(tls.cert_file, tls.key_file);
+    if (tls.client_ca_file.empty()) return options.ssl_server_options(proton::ssl_server_options(certificate));
+    options.sasl_allowed_mechs("EXTERNAL ANONYMOUS");
+    return options.ssl_server_options(
+        proton::ssl_server_options(certificate, tls.client_ca_file, tls.client_ca_file, proton::ssl::VERIFY_PEER));
   }
 
   // Runs `work` on the peer thread and waits for it.
@@ -128,6 +140,7 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
     std::lock_guard lock(mutex_);
     connection_numbers_[connection] = ++connections_opened_;
     ++connections_open_;
+    connection_users_.push_back(connection.user());
   }
 
   void on_receiver_open(proton::receiver& receiver) override;
@@ -178,6 +191,7 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
     }
   }
 
+  const bool tls_;
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   int port_ = 0;
@@ -196,6 +210,7 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
   std::map<proton::connection, std::size_t> connection_numbers_;
   std::size_t connections_opened_ = 0;
   std::size_t connections_open_ = 0;
+  std::vector<std::string> connection_users_;
   std::size_t held_count_ = 0;
   // Peer thread only.
   std::vector<proton::connection> open_connections_;
@@ -284,10 +299,12 @@ void AmqpPeer::Handler::settle(const proton::delivery& delivery, const PeerDispo
   }
 }
 
-AmqpPeer::AmqpPeer() : handler_(std::make_unique<Handler>()) {}
+AmqpPeer::AmqpPeer(PeerTls tls) : handler_(std::make_unique<Handler>(tls)) {}
 AmqpPeer::~AmqpPeer() = default;
 
-std::string AmqpPeer::url() const { return "amqp://127.0.0.1:" + std::to_string(port()); }
+std::string AmqpPeer::url() const {
+  return (handler_->tls_ ? "amqps://127.0.0.1:" : "amqp://127.0.0.1:") + std::to_string(port());
+}
 
 int AmqpPeer::port() const {
   std::lock_guard lock(handler_->mutex_);
@@ -368,6 +385,11 @@ std::size_t AmqpPeer::connections_opened() const {
 std::size_t AmqpPeer::connections_open() const {
   std::lock_guard lock(handler_->mutex_);
   return handler_->connections_open_;
+}
+
+std::vector<std::string> AmqpPeer::connection_users() const {
+  std::lock_guard lock(handler_->mutex_);
+  return handler_->connection_users_;
 }
 
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {

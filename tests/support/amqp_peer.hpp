@@ -47,17 +47,25 @@ struct PeerLink {
   bool closed = false;          // the client closed or detached it
 };
 
+// TLS for the peer: all its connections use it when cert_file is set.
+struct PeerTls {
+  std::string cert_file;       // PEM server certificate
+  std::string key_file;
+  std::string client_ca_file;  // set: require a client certificate from this CA and offer SASL EXTERNAL
+};
+
 // Listens on 127.0.0.1 on a free port, with a Proton container on a thread
-// of its own; accepts SASL ANONYMOUS. Every setter may be called at any time
-// from the test thread; settings apply to what happens afterwards.
+// of its own; accepts SASL ANONYMOUS (and EXTERNAL with client
+// certificates). Every setter may be called at any time from the test
+// thread; settings apply to what happens afterwards.
 class AmqpPeer {
  public:
-  AmqpPeer();
+  explicit AmqpPeer(PeerTls tls = {});
   ~AmqpPeer();
   AmqpPeer(const AmqpPeer&) = delete;
   AmqpPeer& operator=(const AmqpPeer&) = delete;
 
-  std::string url() const;
+  std::string url() const;  // amqp:// or amqps://127.0.0.1:PORT
   int port() const;
 
   // Decides each delivery (default: accept). Runs on the peer's thread.
@@ -89,6 +97,9 @@ class AmqpPeer {
   std::vector<PeerLink> links() const;
   std::size_t connections_opened() const;
   std::size_t connections_open() const;
+  // The authenticated user of each connection, in order ("anonymous" or the
+  // client certificate's subject with EXTERNAL).
+  std::vector<std::string> connection_users() const;
 
  private:
   class Handler;
