@@ -26,7 +26,7 @@
 set -euo pipefail
 
 SCRATCH=$(realpath -m "${OUTBOXD_SCRATCH:-$PWD/.scratch}")
-CACHE=$(realpath -m "${OUTBOXD_CACHE:-$HOME/.cache/outboxd}")
+CACHE=$(realpath -m "${OUTBOXD_CACHE:-${HOME:-/root}/.cache/outboxd}")
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 ENV_FILE=$SCRATCH/services.env
 PORTS_FILE=$SCRATCH/ports.env
