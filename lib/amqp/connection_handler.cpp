@@ -154,10 +154,10 @@ void ConnectionHandler::flush() {
 }
 
 void ConnectionHandler::after_run(const std::string& reason) {
-  links_.fail_all(reason);
   connection_ = proton::connection();
-  if (state_ == State::up) sink_.on_connection(false, reason);
   connected_ = false;
+  if (state_ == State::up) sink_.on_connection(false, reason);
+  links_.fail_all(reason);
   container_ = nullptr;
   timer_armed_ = false;
   state_ = State::idle;
@@ -200,7 +200,6 @@ void ConnectionHandler::arm_timer() {
     guarded("timer", [this] {
       on_timer();
       arm_timer();
-      flush();
     });
   });
 }
@@ -227,7 +226,7 @@ void ConnectionHandler::on_timer() {
         return;
       }
       links_.expire_queued(at, timeout);
-      links_.close_idle(at, broker_.link_idle_close);
+      if (links_.close_idle(at, broker_.link_idle_close) > 0) flush();
       return;
     case State::stopping:
       if (at >= shutdown_deadline_) stop_container();

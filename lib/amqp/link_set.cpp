@@ -50,9 +50,19 @@ LinkSet::Link& LinkSet::open_link(proton::connection& connection, const std::str
 void LinkSet::enqueue(proton::connection& connection, const std::string& destination, const Target& target,
                       core::RowId id, proton::message message, SteadyTime now) {
   auto found = links_.find(destination);
-  Link& link = found != links_.end() ? found->second : open_link(connection, destination, target, now);
-  link.queue.push_back({id, std::move(message), now});
-  pump(link, now);
+  Link* link = found != links_.end() ? &found->second : nullptr;
+  if (!link) {
+    try {
+      link = &open_link(connection, destination, target, now);
+    } catch (const std::exception& e) {
+      report(id, DeliveryOutcome::unknown, "cannot open a link to " + target.address + ": " + e.what());
+      throw;  // the connection is in doubt: the caller replaces it
+    }
+  }
+  // From here on the row is answered by whoever empties the queue or the
+  // in-flight map: an outcome, a closed link, or fail_all().
+  link->queue.push_back({id, std::move(message), now});
+  pump(*link, now);
 }
 
 void LinkSet::on_sendable(const proton::sender& sender, SteadyTime now) {
@@ -137,7 +147,7 @@ void LinkSet::expire_queued(SteadyTime now, Duration timeout) {
   }
 }
 
-void LinkSet::close_idle(SteadyTime now, Duration idle) {
+std::size_t LinkSet::close_idle(SteadyTime now, Duration idle) {
   std::vector<std::string> idle_links;
   for (const auto& [destination, link] : links_) {
     if (link.queue.empty() && link.in_flight == 0 && now - link.last_used >= idle) idle_links.push_back(link.name);
@@ -148,6 +158,7 @@ void LinkSet::close_idle(SteadyTime now, Duration idle) {
     link->session.close();
     forget(link_name);
   }
+  return idle_links.size();
 }
 
 std::optional<std::pair<LinkSet::SteadyTime, core::RowId>> LinkSet::oldest_in_flight() const {

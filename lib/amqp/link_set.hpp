@@ -60,8 +60,9 @@ class LinkSet {
   // Queued messages that got no credit within `timeout` become unknown.
   void expire_queued(SteadyTime now, Duration timeout);
 
-  // Closes the links that had nothing queued or in flight for `idle`.
-  void close_idle(SteadyTime now, Duration idle);
+  // Closes the links that had nothing queued or in flight for `idle`;
+  // returns how many.
+  std::size_t close_idle(SteadyTime now, Duration idle);
 
   // The send time and row of the oldest delivery awaiting an outcome.
   std::optional<std::pair<SteadyTime, core::RowId>> oldest_in_flight() const;
