@@ -93,7 +93,11 @@ class Consumer final : public proton::messaging_handler {
     if (done_) return;
     done_ = true;
     if (result.error.empty()) result.error = error;
-    if (connection_) connection_.close();
+    if (!connection_) return;
+    connection_.close();
+    // From the timer (container-level work) the close frame would wait for
+    // the connection's next event, a heartbeat maybe: wake it now.
+    connection_.work_queue().add([] {});
   }
 
   const ConsumeRequest& request_;

@@ -116,6 +116,9 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
     auto finished = done.get_future();
     queue_.add([&] {
       work();
+      // Container-level work: a connection writes what it changed only after
+      // one of its own events, so give each one.
+      for (auto& connection : open_connections_) connection.work_queue().add([] {});
       done.set_value();
     });
     finished.wait();

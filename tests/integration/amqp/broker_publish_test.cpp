@@ -71,7 +71,8 @@ std::string fresh_queue(const std::string& what) {
          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
 }
 
-Consumed read_back(const Broker& broker, const std::string& queue, std::size_t count) {
+Consumed read_back(const Broker& broker, const std::string& queue, std::size_t count,
+                   std::chrono::milliseconds timeout = 30s) {
   ConsumeRequest request;
   request.url = broker.url;
   request.user = broker.user;
@@ -81,7 +82,7 @@ Consumed read_back(const Broker& broker, const std::string& queue, std::size_t c
   request.source_capabilities = target.capabilities;
   request.durable_source = target.durable_target;
   request.count = count;
-  request.timeout = 30s;
+  request.timeout = timeout;
   return consume(request);
 }
 
@@ -254,7 +255,7 @@ TEST_CASE("Artemis: a re-published message-id is accepted and dropped by duplica
   REQUIRE(sink.wait_for_outcomes(3, 30s));
   for (const auto& outcome : sink.outcomes()) CHECK(outcome.outcome == DeliveryOutcome::accepted);
 
-  const auto consumed = read_back(broker, queue, 3);
+  const auto consumed = read_back(broker, queue, 3, 3s);
   REQUIRE(consumed.messages.size() == 2);  // the consumer times out waiting for a third
   CHECK(consumed.messages[0].message_id() == "msg-1");
   CHECK(consumed.messages[1].message_id() == "msg-3");
