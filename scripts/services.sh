@@ -17,6 +17,12 @@
 # Scratch dir: ${OUTBOXD_SCRATCH:-$PWD/.scratch}; download cache: ${OUTBOXD_CACHE:-$HOME/.cache/outboxd}.
 # Every port is chosen at start-up among free ones below the ephemeral range and kept in
 # $SCRATCH/ports.env, so several scratch dirs run side by side and a restart keeps its port.
+# OUTBOXD_SERVICES_TIMEOUT (seconds, default 300) bounds each service's start.
+#
+# services.env exports, for the services that run: OUTBOXD_TEST_PG_URL (superuser URL),
+# PGHOST PGPORT PGUSER PGDATABASE, OUTBOXD_TEST_PG_SOCKET_DIR, OUTBOXD_TEST_PG_DATA;
+# OUTBOXD_TEST_RABBITMQ_URL _USER _PASSWORD _NODE; OUTBOXD_TEST_ARTEMIS_URL _USER _PASSWORD
+# _CORE_URL (for the artemis CLI); and OUTBOXD_SCRATCH, OUTBOXD_SERVICES_SH (this script).
 #
 # Credentials: PostgreSQL trusts loopback (user postgres). RabbitMQ has guest/guest (loopback
 # only) and outboxd/outboxd-secret, both administrators of vhost "/"; a client without
