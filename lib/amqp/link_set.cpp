@@ -66,7 +66,12 @@ void LinkSet::enqueue(proton::connection& connection, const std::string& destina
 }
 
 void LinkSet::on_sendable(const proton::sender& sender, SteadyTime now) {
-  if (Link* link = by_name(sender.name())) pump(*link, now);
+  Link* link = by_name(sender.name());
+  if (!link) return;
+  pump(*link, now);
+  // A receiver that asks to drain waits until the sender has used or
+  // returned its credit; with nothing left to send, return it.
+  if (link->queue.empty() && link->sender.draining()) link->sender.return_credit();
 }
 
 void LinkSet::pump(Link& link, SteadyTime now) {

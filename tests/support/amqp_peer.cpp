@@ -147,6 +147,10 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
   }
 
   void on_receiver_open(proton::receiver& receiver) override;
+  void on_receiver_drain_finish(proton::receiver&) override {
+    std::lock_guard lock(mutex_);
+    ++drains_finished_;
+  }
   void on_receiver_close(proton::receiver& receiver) override { mark_closed(receiver); }
   void on_receiver_detach(proton::receiver& receiver) override { mark_closed(receiver); }
   void on_message(proton::delivery& delivery, proton::message& message) override;
@@ -177,6 +181,9 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
   }
   void grant_credit(int credit) {
     for (auto& receiver : receivers_) receiver.add_credit(static_cast<std::uint32_t>(credit));
+  }
+  void drain_links() {
+    for (auto& receiver : receivers_) receiver.drain();
   }
   void settle_held(const PeerDisposition& disposition) {
     auto held = std::move(held_);
@@ -215,6 +222,7 @@ class AmqpPeer::Handler final : public proton::messaging_handler, public proton:
   std::size_t connections_open_ = 0;
   std::vector<std::string> connection_users_;
   std::size_t held_count_ = 0;
+  std::size_t drains_finished_ = 0;
   // Peer thread only.
   std::vector<proton::connection> open_connections_;
   std::vector<proton::receiver> receivers_;
@@ -332,6 +340,15 @@ void AmqpPeer::set_manual_credit(int initial) {
 
 void AmqpPeer::grant_credit(int credit) {
   handler_->on_peer_thread([&] { handler_->grant_credit(credit); });
+}
+
+void AmqpPeer::drain_links() {
+  handler_->on_peer_thread([&] { handler_->drain_links(); });
+}
+
+std::size_t AmqpPeer::drains_finished() const {
+  std::lock_guard lock(handler_->mutex_);
+  return handler_->drains_finished_;
 }
 
 void AmqpPeer::close_connection_after(std::size_t deliveries, std::string condition) {

@@ -75,6 +75,9 @@ class AmqpPeer {
   // ... or `initial` once and then only what grant_credit() adds.
   void set_manual_credit(int initial);
   void grant_credit(int credit);  // on every open link
+  // Asks every open link to drain: the client must use or return its credit.
+  void drain_links();
+  std::size_t drains_finished() const;
 
   // After the next `deliveries` deliveries (counted from now, over all
   // connections), close the connection that carried the last one, leaving

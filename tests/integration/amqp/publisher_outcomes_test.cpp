@@ -136,6 +136,22 @@ TEST_CASE("nothing is sent beyond the credit the peer granted", "[amqp][peer]") 
   for (const auto& outcome : sink.outcomes()) CHECK(outcome.outcome == DeliveryOutcome::accepted);
 }
 
+TEST_CASE("a drain request gets the unused credit back, and sending goes on after", "[amqp][peer]") {
+  AmqpPeer peer;
+  peer.set_manual_credit(5);
+  RecordingSink sink;
+  Publisher publisher(peer_broker(peer.url()), "outboxd-test", sink);
+  REQUIRE(publisher.start().ok());
+  publisher.publish(rows(1, 2));
+  REQUIRE(sink.wait_for_outcomes(2));
+  peer.drain_links();
+  REQUIRE(wait_until([&] { return peer.drains_finished() == 1; }));
+  peer.grant_credit(3);
+  publisher.publish(rows(3, 5));
+  REQUIRE(sink.wait_for_outcomes(5));
+  for (const auto& outcome : sink.outcomes()) CHECK(outcome.outcome == DeliveryOutcome::accepted);
+}
+
 TEST_CASE("many links: every delivery has its own tag and every outcome arrives", "[amqp][peer]") {
   constexpr int kDestinations = 20;
   constexpr int kPerDestination = 100;
