@@ -105,7 +105,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
       pending_.dispatched.push_back(id);
       settled_.insert(id);
       drop_failure(id);
-      rows_.erase(it);
+      forget(it);
       break;
     case core::DeliveryOutcome::rejected:
       ++counters_.rejected;
@@ -160,6 +160,7 @@ void Planner::drop_partition(int partition) {
       ++it;
     } else {
       if (row.session != nullptr) touched.push_back(row.session);
+      forgotten_.push_back(it->first);
       it = rows_.erase(it);
     }
   }
@@ -281,7 +282,7 @@ void Planner::on_not_settled(RowMap::iterator it, core::DeliveryOutcome outcome,
   if (policy_.releases_per_attempt > 0 && row.releases % policy_.releases_per_attempt == 0) {
     record_failure(it, streak_reason(row.releases, outcome, reason), now);
   } else if (orphaned(row)) {
-    rows_.erase(it);  // not ours any more: the claim returns it to whoever owns it
+    forget(it);  // not ours any more: the claim returns it to whoever owns it
   } else {
     requeue(it, now + policy_.release_retry, now);
   }
@@ -298,7 +299,7 @@ void Planner::record_failure(RowMap::iterator it, std::string error, core::Stead
   push_failure({it->first, attempts, retry_in, std::move(error), false});
   row.attempts = attempts;
   if (orphaned(row)) {
-    rows_.erase(it);  // refused by add() until persisted, so its attempts are not counted from a stale value
+    forget(it);  // refused by add() until persisted, so its attempts are not counted from a stale value
   } else {
     requeue(it, now + retry_in, now);
   }
@@ -313,7 +314,7 @@ void Planner::park(RowMap::iterator it, int attempts, std::string error) {
   Session* session = it->second.session;
   push_failure({id, attempts, core::Duration::zero(), std::move(error), true});
   ++counters_.parked;
-  rows_.erase(it);
+  forget(it);
   if (session == nullptr) return;
   ++session->generation;
   if (!session->parked) {
@@ -321,6 +322,7 @@ void Planner::park(RowMap::iterator it, int attempts, std::string error) {
     parked_sessions_.push_back(session);
   }
   session->queue.remove_if([this](core::RowId queued) {
+    forgotten_.push_back(queued);
     rows_.erase(queued);
     return true;
   });
@@ -353,9 +355,23 @@ void Planner::drop_failure(core::RowId id) {
   pending_.failures.pop_back();
 }
 
+void Planner::forget(RowMap::iterator it) {
+  forgotten_.push_back(it->first);
+  rows_.erase(it);
+}
+
+bool Planner::knows(core::RowId id) const { return rows_.contains(id) || settled_.contains(id); }
+
+std::vector<core::RowId> Planner::take_forgotten() {
+  std::vector<core::RowId> taken;
+  taken.swap(forgotten_);
+  return taken;
+}
+
 void Planner::erase_if_idle(Session& session) {
   if (session.parked || session.in_ready_heap || session.in_flight > 0 || !session.queue.empty()) return;
-  sessions_.erase(sessions_.find(*session.name));
+  // Through an iterator: the name we hold is the node's own key, destroyed by the erase.
+  if (const auto it = sessions_.find(*session.name); it != sessions_.end()) sessions_.erase(it);
 }
 
 bool Planner::publishable_head(const Session& session, core::RowId id) const {

@@ -113,6 +113,13 @@ class Planner {
   // Its in-flight rows are forgotten once their outcome arrives, unless accepted.
   void drop_partition(int partition);
 
+  // True for rows buffered, in flight, or settled but not yet persisted:
+  // the rows whose payload the owner must keep or need not fetch again.
+  bool knows(core::RowId id) const;
+  // Rows the planner dropped from memory since the last call (accepted,
+  // parked, dropped with their session or partition): their payloads can go.
+  std::vector<core::RowId> take_forgotten();
+
   std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
   std::size_t in_flight() const { return in_flight_; }
   std::size_t buffered() const { return rows_.size() - in_flight_; }  // waiting to be published
@@ -172,6 +179,7 @@ class Planner {
   void drop_failure(core::RowId id);
   void park(RowMap::iterator it, int attempts, std::string error);
   void erase_if_idle(Session& session);
+  void forget(RowMap::iterator it);
   bool publishable_head(const Session& session, core::RowId id) const;
   bool orphaned(const Row& row) const;
   void prune_timers();
@@ -190,6 +198,7 @@ class Planner {
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
   PendingWrites pending_;
+  std::vector<core::RowId> forgotten_;  // erased from rows_ since take_forgotten()
   Counters counters_;
 };
 

@@ -77,10 +77,11 @@ core::Result<int> OutboxStore::requeue(std::string_view message_id) {
       "requeueing a parked row");
 }
 
-core::Result<int> OutboxStore::requeue_all_parked() {
+core::Result<int> OutboxStore::requeue_all_parked(std::string_view session_id) {
   return notify_if_changed(
-      connection_.exec("UPDATE " + table_ + " SET status = 'pending', attempts = 0, next_attempt_at = NULL "
-                       "WHERE status = 'parked'"),
+      connection_.exec_params("UPDATE " + table_ + " SET status = 'pending', attempts = 0, next_attempt_at = NULL "
+                              "WHERE status = 'parked' AND ($1 = '' OR session_id = $1)",
+                              {std::string(session_id)}),
       "requeueing parked rows");
 }
 
@@ -91,6 +92,15 @@ core::Result<int> OutboxStore::skip(std::string_view message_id) {
                               "WHERE message_id = $1 AND status = 'parked'",
                               {std::string(message_id)}),
       "skipping a parked row");
+}
+
+core::Result<int> OutboxStore::skip_all_parked(std::string_view session_id) {
+  return notify_if_changed(
+      connection_.exec_params("UPDATE " + table_ + " SET status = 'cancelled', cancelled_at = now(), "
+                              "last_error = 'skipped by operator' || coalesce('; last error: ' || last_error, '') "
+                              "WHERE status = 'parked' AND ($1 = '' OR session_id = $1)",
+                              {std::string(session_id)}),
+      "skipping parked rows");
 }
 
 }  // namespace outboxd::pg

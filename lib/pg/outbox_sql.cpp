@@ -37,10 +37,11 @@ constexpr const char* kFence = "";
 
 }  // namespace
 
-// messages_ready_idx: pending AND due_at <= created_at, walked in id order.
+// messages_ready_idx: pending AND due_at <= created_at, walked in id order
+// from just above $3, where the caller's current pass over the backlog stands.
 std::string claim_immediate(const std::string& t) {
   return "SELECT " + columns() + " FROM " + t + " m "
-         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND " + ready(t) +
+         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) +
          " ORDER BY m.id LIMIT $2";
 }
 

@@ -98,10 +98,11 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params)
   return connection_.exec_prepared(prefix_ + std::string(name), params);
 }
 
-core::Result<std::vector<core::OutboxMessage>> OutboxStore::claim(const std::vector<int>& partitions, int limit) {
-  if (partitions.empty() || limit <= 0) return std::vector<core::OutboxMessage>{};
+core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& partitions, int limit,
+                                                   core::RowId after_id) {
+  if (partitions.empty() || limit <= 0) return Claim{};
   const Params params{int_array_literal(partitions), std::to_string(limit)};
-  auto immediate_rows = run("claim_immediate", params);
+  auto immediate_rows = run("claim_immediate", {params[0], params[1], std::to_string(after_id)});
   if (!immediate_rows) return in_context("claiming immediate rows", immediate_rows.error());
   auto scheduled_rows = run("claim_scheduled", params);
   if (!scheduled_rows) return in_context("claiming scheduled rows", scheduled_rows.error());
@@ -113,18 +114,23 @@ core::Result<std::vector<core::OutboxMessage>> OutboxStore::claim(const std::vec
   // A full immediate batch may have left out rows above its last id; a
   // scheduled row above that id waits for the next claim too, so that no
   // session sees a higher id before a lower one.
+  Claim claim;
   core::RowId cut = std::numeric_limits<core::RowId>::max();
-  if (immediate.value().size() == static_cast<std::size_t>(limit)) cut = immediate.value().back().id;
+  if (!immediate.value().empty()) claim.last_immediate_id = immediate.value().back().id;
+  if (immediate.value().size() == static_cast<std::size_t>(limit)) {
+    cut = claim.last_immediate_id;
+    claim.full = true;
+  }
   auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
   std::sort(scheduled.value().begin(), scheduled.value().end(), by_id);
-  std::vector<core::OutboxMessage> merged;
+  auto& merged = claim.rows;
   merged.reserve(immediate.value().size() + scheduled.value().size());
   std::merge(std::make_move_iterator(immediate.value().begin()), std::make_move_iterator(immediate.value().end()),
              std::make_move_iterator(scheduled.value().begin()), std::make_move_iterator(scheduled.value().end()),
              std::back_inserter(merged), by_id);
   merged.erase(std::find_if(merged.begin(), merged.end(), [cut](const core::OutboxMessage& m) { return m.id > cut; }),
                merged.end());
-  return merged;
+  return claim;
 }
 
 core::Status OutboxStore::mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode) {

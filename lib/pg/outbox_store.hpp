@@ -62,7 +62,17 @@ class OutboxStore {
   // Known gap: with more than `limit` scheduled rows due at once, a session
   // whose later-inserted row falls due before an earlier-inserted one can
   // receive them across two claims in due order rather than id order.
-  core::Result<std::vector<core::OutboxMessage>> claim(const std::vector<int>& partitions, int limit);
+  //
+  // Immediate rows are read from just above `after_id`: the caller walks the
+  // backlog in passes without re-reading rows it already holds, and starts a
+  // new pass from 0 once a claim comes back short, which finds rows whose
+  // transactions committed late with lower ids.
+  struct Claim {
+    std::vector<core::OutboxMessage> rows;  // in id order
+    bool full = false;                      // the immediate batch hit the limit: more may follow
+    core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
+  };
+  core::Result<Claim> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0);
 
   // The broker accepted these rows. One statement: UPDATE to dispatched
   // (retention keep) or DELETE (delete_rows). Only pending rows change.
@@ -95,10 +105,12 @@ class OutboxStore {
   // Parked rows back to pending with attempts 0 (the session unblocks), and
   // a NOTIFY so a sleeping dispatcher looks at once. Return rows changed.
   core::Result<int> requeue(std::string_view message_id);
-  core::Result<int> requeue_all_parked();
+  // Every parked row, or only those of `session_id` when it is not empty.
+  core::Result<int> requeue_all_parked(std::string_view session_id = {});
   // A parked row is given up: status cancelled, never published, its session
   // unblocked; last_error keeps the reason and says it was skipped.
   core::Result<int> skip(std::string_view message_id);
+  core::Result<int> skip_all_parked(std::string_view session_id = {});
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params);

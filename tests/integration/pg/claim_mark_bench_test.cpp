@@ -28,10 +28,10 @@ Rate drain(OutboxStore& store, config::RetentionMode mode, int expected) {
     auto claimed = store.claim(all_partitions(), 500);
     claiming += std::chrono::steady_clock::now() - before_claim;
     REQUIRE(claimed.ok());
-    if (claimed.value().empty()) break;
+    if (claimed.value().rows.empty()) break;
     std::vector<core::RowId> ids;
-    ids.reserve(claimed.value().size());
-    for (const auto& m : claimed.value()) ids.push_back(m.id);
+    ids.reserve(claimed.value().rows.size());
+    for (const auto& m : claimed.value().rows) ids.push_back(m.id);
     REQUIRE(store.mark_dispatched(ids, mode).ok());
     done += static_cast<int>(ids.size());
   }

@@ -88,5 +88,5 @@ TEST_CASE("requeue and skip change parked rows only, and wake dispatchers", "[pg
   CHECK(all.value() == 1);
   auto claimed = store.claim(all_partitions(), 10);
   REQUIRE(claimed.ok());
-  CHECK(claimed.value().size() == 3);  // p1, p3, pending
+  CHECK(claimed.value().rows.size() == 3);  // p1, p3, pending
 }

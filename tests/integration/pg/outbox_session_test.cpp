@@ -59,7 +59,7 @@ TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][sto
     CHECK(woken_within(daemon, 5000));
     auto claimed = store.claim(all_partitions(), 10);  // statements prepared again
     REQUIRE(claimed.ok());
-    CHECK(claimed.value().size() == 3);
+    CHECK(claimed.value().rows.size() == 3);
   }
 }
 
@@ -84,7 +84,7 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   must(connection, "ANALYZE outbox.messages");
 
   const std::string args = "('{0,1,2,3,4,5,6,7}', 500)";
-  const std::string immediate = plan(connection, "EXECUTE \"outboxd.outbox.claim_immediate\"" + args);
+  const std::string immediate = plan(connection, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0)");
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));

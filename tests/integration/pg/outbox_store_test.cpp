@@ -21,7 +21,7 @@ std::vector<core::RowId> ids_of(const std::vector<core::OutboxMessage>& messages
 std::vector<core::RowId> claim_ids(OutboxStore& store, int limit = 100) {
   auto claimed = store.claim(all_partitions(), limit);
   if (!claimed) FAIL("claim: " << claimed.error().message);
-  return ids_of(claimed.value());
+  return ids_of(claimed.value().rows);
 }
 
 using Ids = std::vector<core::RowId>;
@@ -47,9 +47,9 @@ TEST_CASE("claim returns due rows of both kinds in id order with every column", 
 
   auto claimed = store.claim(all_partitions(), 10);
   REQUIRE(claimed.ok());
-  REQUIRE(ids_of(claimed.value()) == Ids{full, scheduled_due, plain});
+  REQUIRE(ids_of(claimed.value().rows) == Ids{full, scheduled_due, plain});
 
-  const core::OutboxMessage& m = claimed.value()[0];
+  const core::OutboxMessage& m = claimed.value().rows[0];
   CHECK(m.message_id == "m-1");
   CHECK(m.destination == "orders");
   CHECK(m.session_id == "s1");
@@ -70,11 +70,11 @@ TEST_CASE("claim returns due rows of both kinds in id order with every column", 
   CHECK(age > -std::chrono::seconds(5));
   CHECK(age < std::chrono::seconds(60));
 
-  const core::OutboxMessage& s = claimed.value()[1];
+  const core::OutboxMessage& s = claimed.value().rows[1];
   REQUIRE(s.due_at.has_value());
   CHECK(*s.due_at > s.created_at);
-  CHECK_FALSE(claimed.value()[2].session_id.has_value());
-  CHECK_FALSE(claimed.value()[2].ttl.has_value());
+  CHECK_FALSE(claimed.value().rows[2].session_id.has_value());
+  CHECK_FALSE(claimed.value().rows[2].ttl.has_value());
 }
 
 TEST_CASE("claim cuts both batches at the last id of a full one", "[pg][store]") {
@@ -122,13 +122,13 @@ TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   }
   auto none = store.claim(others, 10);
   REQUIRE(none.ok());
-  CHECK(none.value().empty());
+  CHECK(none.value().rows.empty());
   auto one = store.claim({partition}, 10);
   REQUIRE(one.ok());
-  CHECK(ids_of(one.value()) == Ids{id});
+  CHECK(ids_of(one.value().rows) == Ids{id});
   auto empty = store.claim({}, 10);
   REQUIRE(empty.ok());
-  CHECK(empty.value().empty());
+  CHECK(empty.value().rows.empty());
 }
 
 TEST_CASE("a parked or backing-off row holds back later rows of its own session only", "[pg][store]") {

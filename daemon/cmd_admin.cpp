@@ -1,0 +1,113 @@
+// `outboxd status`, `requeue` and `skip`: operator views and actions on the outbox.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "config/loader.hpp"
+#include "daemon/commands.hpp"
+#include "daemon/config_loading.hpp"
+#include "pg/connection.hpp"
+#include "pg/outbox_store.hpp"
+
+namespace outboxd::daemon {
+
+namespace {
+
+// Opens the database for a one-shot command; prints why not on failure.
+std::optional<pg::Connection> connect(const config::Config& config, const char* command) {
+  auto connection = pg::Connection::open(config.database, std::string("outboxd ") + command);
+  if (!connection) {
+    std::cerr << command << ": cannot connect to " << config::redact(config.database.url) << ": "
+              << connection.error().message << '\n';
+    return std::nullopt;
+  }
+  return std::move(connection).value();
+}
+
+nlohmann::json to_json(const pg::DestinationStatus& s) {
+  nlohmann::json j{{"pending", s.pending}, {"due", s.due},       {"scheduled", s.scheduled},
+                   {"retrying", s.retrying}, {"parked", s.parked}, {"oldest_pending_age_ms", nullptr}};
+  if (s.oldest_pending_age) j["oldest_pending_age_ms"] = s.oldest_pending_age->count();
+  return j;
+}
+
+void print_row(const std::string& name, const pg::DestinationStatus& s) {
+  const std::string age = s.oldest_pending_age ? std::to_string(s.oldest_pending_age->count()) + " ms" : "-";
+  std::printf("%-32s %9lld %9lld %9lld %9lld %9lld %14s\n", name.c_str(), static_cast<long long>(s.pending),
+              static_cast<long long>(s.due), static_cast<long long>(s.scheduled),
+              static_cast<long long>(s.retrying), static_cast<long long>(s.parked), age.c_str());
+}
+
+// Runs requeue or skip for every target; returns the exit code.
+template <class ForId, class ForAll>
+int act_on_parked(const std::string& path, const AdminTarget& target, const char* command, ForId for_id,
+                  ForAll for_all) {
+  if (target.message_ids.empty() && !target.all_parked && target.session_id.empty()) {
+    std::cerr << command << ": name message ids, --session S or --all-parked\n";
+    return kExitUsage;
+  }
+  const auto config = load_config_or_report(path);
+  if (!config) return kExitConfig;
+  auto connection = connect(*config, command);
+  if (!connection) return kExitFailure;
+  pg::OutboxStore store(*connection, config->outbox.schema);
+  int changed = 0;
+  auto count = [&](core::Result<int> result) {
+    if (!result) {
+      std::cerr << command << ": " << result.error().message << '\n';
+      return false;
+    }
+    changed += result.value();
+    return true;
+  };
+  for (const auto& id : target.message_ids) {
+    if (!count(for_id(store, id))) return kExitFailure;
+  }
+  if ((target.all_parked || !target.session_id.empty()) && !count(for_all(store, target.session_id))) {
+    return kExitFailure;
+  }
+  std::cout << command << ": " << changed << " parked row" << (changed == 1 ? "" : "s") << '\n';
+  return changed == 0 ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+int cmd_status(const std::string& path, bool json) {
+  const auto config = load_config_or_report(path);
+  if (!config) return kExitConfig;
+  auto connection = connect(*config, "status");
+  if (!connection) return kExitFailure;
+  pg::OutboxStore store(*connection, config->outbox.schema);
+  auto report = store.status();
+  if (!report) {
+    std::cerr << "status: " << report.error().message << '\n';
+    return kExitFailure;
+  }
+  const auto& r = report.value();
+  if (json) {
+    nlohmann::json out{{"total", to_json(r.total)}, {"destinations", nlohmann::json::object()}};
+    for (const auto& d : r.destinations) out["destinations"][d.destination] = to_json(d);
+    std::cout << out.dump(2) << '\n';
+    return kExitOk;
+  }
+  std::printf("%-32s %9s %9s %9s %9s %9s %14s\n", "destination", "pending", "due", "scheduled", "retrying",
+              "parked", "oldest due");
+  for (const auto& d : r.destinations) print_row(d.destination, d);
+  print_row("(total)", r.total);
+  return kExitOk;
+}
+
+int cmd_requeue(const std::string& path, const AdminTarget& target) {
+  return act_on_parked(
+      path, target, "requeue", [](pg::OutboxStore& s, const std::string& id) { return s.requeue(id); },
+      [](pg::OutboxStore& s, const std::string& session) { return s.requeue_all_parked(session); });
+}
+
+int cmd_skip(const std::string& path, const AdminTarget& target) {
+  return act_on_parked(
+      path, target, "skip", [](pg::OutboxStore& s, const std::string& id) { return s.skip(id); },
+      [](pg::OutboxStore& s, const std::string& session) { return s.skip_all_parked(session); });
+}
+
+}  // namespace outboxd::daemon

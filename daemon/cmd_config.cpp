@@ -1,0 +1,44 @@
+// `outboxd version` and `outboxd check-config`, and config loading for every command.
+#include <cstdio>
+#include <iostream>
+
+#include "config/loader.hpp"
+#include "daemon/commands.hpp"
+#include "daemon/config_loading.hpp"
+#include "log/log.hpp"
+
+namespace outboxd::daemon {
+
+std::optional<config::Config> load_config_or_report(const std::string& path) {
+  auto loaded = config::load_file(path);
+  if (!loaded) {
+    std::cerr << loaded.error_text() << '\n';
+    const auto count = loaded.diagnostics().size();
+    std::cerr << path << ": " << count << (count == 1 ? " error" : " errors") << '\n';
+    return std::nullopt;
+  }
+  return std::move(loaded).value();
+}
+
+bool init_logging(const config::Config& config) {
+  const auto format = config.log.format == config::LogFormat::json ? log::Format::json : log::Format::human;
+  if (auto ready = log::init(config.log.level, format); !ready) {
+    std::cerr << "log: " << ready.error().message << '\n';
+    return false;
+  }
+  return true;
+}
+
+int cmd_version() {
+  std::cout << "outboxd " << OUTBOXD_VERSION << '\n';
+  return kExitOk;
+}
+
+int cmd_check_config(const std::string& path) {
+  const auto config = load_config_or_report(path);
+  if (!config) return kExitConfig;
+  std::cout << config::summary(*config) << '\n';
+  return kExitOk;
+}
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,77 @@
+// Reconnect-with-backoff around the libpq connection; re-LISTEN after each connect.
+#include "daemon/database_link.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace outboxd::daemon {
+
+DatabaseLink::DatabaseLink(const config::Config& config, std::string instance_id, const core::Clock& clock,
+                           core::RandomSource& random)
+    : config_(config),
+      instance_id_(std::move(instance_id)),
+      clock_(clock),
+      random_(random),
+      backoff_({config.database.reconnect_min, config.database.reconnect_max, 2.0, 0.2}) {}
+
+core::Status DatabaseLink::ensure_connected() {
+  if (state_ == LinkState::up || clock_.now() < retry_at_) return {};
+  auto connection = pg::Connection::open(config_.database, "outboxd " + instance_id_);
+  core::Status ready = connection ? core::Status{} : core::Status{connection.error()};
+  if (ready.ok()) {
+    connection_.emplace(std::move(connection).value());
+    store_.emplace(*connection_, config_.outbox.schema);
+    leases_.emplace(*connection_, config_.outbox.schema);
+    ready = store_->prepare();
+    if (ready.ok()) ready = store_->listen();
+    if (ready.ok()) ready = leases_->register_instance(instance_id_);
+  }
+  if (!ready.ok()) {
+    if (ready.error().kind == core::ErrorKind::fatal) return ready;
+    lost(ready.error());
+    return {};
+  }
+  spdlog::info("database connected ({} attempt{})", failures_ + 1, failures_ == 0 ? "" : "s");
+  state_ = LinkState::up;
+  failures_ = 0;
+  fresh_ = true;
+  return {};
+}
+
+void DatabaseLink::lost(const core::Error& error) {
+  ++failures_;
+  const auto delay = backoff_.delay(failures_, random_);
+  if (state_ == LinkState::up || failures_ == 1) {
+    spdlog::warn("database unavailable: {}; retrying in {} ms", error.message,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
+  }
+  state_ = LinkState::down;
+  leases_.reset();
+  store_.reset();
+  connection_.reset();
+  retry_at_ = clock_.now() + delay;
+}
+
+bool DatabaseLink::just_connected() {
+  const bool fresh = fresh_;
+  fresh_ = false;
+  return fresh;
+}
+
+std::optional<core::SteadyTime> DatabaseLink::next_attempt() const {
+  if (state_ == LinkState::up) return std::nullopt;
+  return retry_at_;
+}
+
+int DatabaseLink::socket() const { return state_ == LinkState::up ? connection_->socket() : -1; }
+
+bool DatabaseLink::drain_notifications() {
+  if (state_ != LinkState::up) return false;
+  auto notified = connection_->consume_input_and_notifications();
+  if (!notified) {
+    lost(notified.error());
+    return false;
+  }
+  return notified.value();
+}
+
+}  // namespace outboxd::daemon

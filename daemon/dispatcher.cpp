@@ -1,0 +1,385 @@
+// The run loop. Each iteration is a fixed list of steps; see docs/design.md.
+#include "daemon/dispatcher.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+
+namespace outboxd::daemon {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// Accepted rows are marked in batches; a batch waits at most this long.
+constexpr milliseconds kMarkDelay{5};
+// Upper bound on one sleep while shutting down, so the deadline is checked.
+constexpr milliseconds kStopTick{50};
+
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
+  dispatch::PlannerPolicy policy;
+  policy.window = static_cast<std::size_t>(d.in_flight);
+  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
+  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.max_attempts = d.max_attempts;
+  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
+  policy.release_retry = d.release_retry;
+  policy.releases_per_attempt = d.releases_per_attempt;
+  return policy;
+}
+
+dispatch::RowRef row_ref(const core::OutboxMessage& row) {
+  return {row.id, row.session_id.value_or(std::string()), row.attempts, row.partition};
+}
+
+milliseconds until(core::SteadyTime now, core::SteadyTime then) {
+  return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(then - now));
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, SignalWatcher& signals)
+    : config_(config),
+      instance_id_(std::move(instance_id)),
+      metrics_(registry_),
+      random_(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
+      signals_(signals),
+      outcomes_(wakeup_),
+      planner_(planner_policy(config.dispatch), clock_, random_),
+      db_(config, instance_id_, clock_, random_),
+      leases_(config.leases, instance_id_, clock_),
+      publisher_(config.broker, config.broker.container_id.empty() ? instance_id_ : config.broker.container_id,
+                 outcomes_),
+      service_(clock_) {}
+
+int Dispatcher::run() {
+  spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
+  metrics::beat(health_, clock_.now());
+  if (!config_.http.listen.empty()) {
+    // The loop may sleep a whole poll interval when idle: only a longer silence is a stall.
+    const auto stale_after = std::chrono::ceil<std::chrono::seconds>(config_.dispatch.poll_interval) +
+                             std::chrono::seconds(30);
+    http_ = std::make_unique<metrics::HttpServer>(registry_, health_, stale_after);
+    if (auto listening = http_->start(config_.http.listen); !listening) {
+      spdlog::critical("{}", listening.error().message);
+      return 1;
+    }
+    spdlog::info("serving /metrics, /healthz and /readyz on {}", config_.http.listen);
+  }
+  if (auto started = publisher_.start(); !started) {
+    spdlog::critical("cannot start the AMQP client: {}", started.error().message);
+    return 1;
+  }
+  if (publisher_.plain_over_cleartext()) {
+    spdlog::warn("broker: SASL PLAIN sends the password in clear text over amqp:// to a non-loopback host; "
+                 "use amqps:// (or set broker.allow_insecure_plain to silence this)");
+  }
+  const auto now = clock_.now();
+  next_poll_ = now + config_.dispatch.poll_interval;
+  next_purge_ = now;
+  next_stats_ = now + config_.dispatch.stats_interval;
+  while (!exit_code_) {
+    handle_signals();
+    apply_outcomes();
+    if (auto kept = keep_database(); !kept) {
+      spdlog::critical("database: {}", kept.error().message);
+      exit_code_ = 1;
+      break;
+    }
+    persist_decisions();
+    keep_leases();
+    claim_rows();
+    publish_ready();
+    purge_finished();
+    log_stats();
+    if (stopping_ && finished_stopping()) break;
+    service_.keep_alive();
+    update_health();
+    sleep_until_next_event();
+  }
+  persist_decisions();
+  if (db_.up()) {
+    if (auto released = leases_.release(db_.leases()); !released) {
+      spdlog::warn("could not release leases: {}", released.error().message);
+    }
+    [[maybe_unused]] auto gone = db_.leases().deregister(instance_id_);
+  }
+  publisher_.stop();
+  if (http_) http_->stop();
+  if (planner_.in_flight() > 0) {
+    spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", planner_.in_flight());
+  }
+  spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
+  return exit_code_.value_or(0);
+}
+
+void Dispatcher::handle_signals() {
+  for (const int signal : signals_.take()) {
+    if (signal == SIGHUP) {
+      spdlog::info("SIGHUP: logs go to stderr, nothing to reopen; restart to apply configuration changes");
+      continue;
+    }
+    if (!stopping_) {
+      spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
+                   config_.dispatch.shutdown_timeout.count(), planner_.in_flight());
+      stopping_ = true;
+      health_.stopping = true;
+      service_.stopping();
+      stop_deadline_ = clock_.now() + config_.dispatch.shutdown_timeout;
+    } else {
+      spdlog::warn("{} again: stopping now", strsignal(signal));
+      stop_deadline_ = clock_.now();
+    }
+  }
+}
+
+void Dispatcher::apply_outcomes() {
+  auto batch = outcomes_.take();
+  for (const auto& event : batch.connection_events) {
+    if (event.up) {
+      if (!broker_up_) spdlog::info("broker connected: {}", event.reason);
+    } else {
+      // Every lost or refused connection counts; the log says it once per outage.
+      metrics_.broker_lost.inc();
+      if (broker_up_) spdlog::warn("broker connection lost: {}", event.reason);
+      else spdlog::debug("broker connection attempt failed: {}", event.reason);
+    }
+    broker_up_ = event.up;
+  }
+  for (const auto& outcome : batch.outcomes) {
+    planner_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
+    switch (outcome.outcome) {
+      case core::DeliveryOutcome::accepted: metrics_.accepted.inc(); break;
+      case core::DeliveryOutcome::rejected: metrics_.rejected.inc(); break;
+      case core::DeliveryOutcome::released: metrics_.released.inc(); break;
+      case core::DeliveryOutcome::unknown: metrics_.unknown.inc(); break;
+    }
+  }
+  if (!batch.outcomes.empty() && !writes_since_ && !planner_.pending_writes().empty()) {
+    writes_since_ = clock_.now();
+  }
+}
+
+core::Status Dispatcher::keep_database() {
+  if (auto connected = db_.ensure_connected(); !connected) return connected;
+  if (db_.just_connected()) {
+    if (!announced_ready_) {
+      service_.ready();
+      announced_ready_ = true;
+    }
+    backlog_ = true;
+    cursor_ = 0;
+    idle_ = false;
+    leases_.force_renewal();
+  }
+  return {};
+}
+
+void Dispatcher::fail_database(const core::Error& error) {
+  if (error.kind == core::ErrorKind::fatal) {
+    spdlog::critical("database: {}", error.message);
+    exit_code_ = 1;
+  }
+  metrics_.database_lost.inc();
+  db_.lost(error);
+}
+
+void Dispatcher::persist_decisions() {
+  const auto& writes = planner_.pending_writes();
+  if (writes.empty() || !db_.up()) return;
+  const auto pending = writes.dispatched.size() + writes.failures.size();
+  const bool due = pending >= static_cast<std::size_t>(config_.dispatch.batch_size) ||
+                   planner_.in_flight() == 0 || stopping_ ||
+                   (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
+  if (!due) return;
+  const auto started = clock_.now();
+  if (!writes.dispatched.empty()) {
+    if (auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode); !marked) {
+      return fail_database(marked.error());
+    }
+  }
+  if (!writes.failures.empty()) {
+    std::vector<pg::FailureRecord> records;
+    records.reserve(writes.failures.size());
+    for (const auto& f : writes.failures) {
+      records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
+    }
+    if (auto recorded = db_.store().record_failures(records); !recorded) return fail_database(recorded.error());
+  }
+  for (const auto& f : writes.failures) {
+    if (f.park) {
+      const auto row = rows_.find(f.id);
+      spdlog::warn("parked row {} (message_id {}) after {} attempts: {}", f.id,
+                   row == rows_.end() ? std::string("?") : row->second.message_id, f.attempts, f.error);
+      ++totals_.parked;
+      metrics_.parked.inc();
+    } else {
+      ++totals_.retried;
+      metrics_.retried.inc();
+    }
+  }
+  totals_.dispatched += writes.dispatched.size();
+  metrics_.dispatched.inc(writes.dispatched.size());
+  metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
+  planner_.on_persisted();
+  writes_since_.reset();
+  forget_rows(planner_.take_forgotten());
+}
+
+void Dispatcher::forget_rows(const std::vector<core::RowId>& ids) {
+  // A row forgotten earlier may have been claimed and added again since.
+  for (const auto id : ids) {
+    if (!planner_.knows(id)) rows_.erase(id);
+  }
+}
+
+void Dispatcher::keep_leases() {
+  if (!db_.up() || stopping_) return;
+  std::vector<int> lost;
+  if (auto kept = leases_.maintain(db_.leases(), lost); !kept) return fail_database(kept.error());
+  for (const int partition : lost) planner_.drop_partition(partition);
+  if (!lost.empty()) forget_rows(planner_.take_forgotten());
+}
+
+void Dispatcher::claim_rows() {
+  if (!claim_possible()) return;
+  const auto room = planner_.claim_room();
+  const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
+  const auto started = clock_.now();
+  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), cursor_);
+  if (!claimed) return fail_database(claimed.error());
+  metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
+  auto& result = claimed.value();
+  std::vector<dispatch::RowRef> refs;
+  refs.reserve(result.rows.size());
+  for (auto& row : result.rows) {
+    if (planner_.knows(row.id)) continue;
+    refs.push_back(row_ref(row));
+    rows_.insert_or_assign(row.id, std::move(row));
+  }
+  metrics_.claimed.inc(planner_.add(refs));
+  // Rows the planner refused (their session's park is not persisted yet).
+  for (const auto& ref : refs) {
+    if (!planner_.knows(ref.id)) rows_.erase(ref.id);
+  }
+  if (result.full) {
+    cursor_ = result.last_immediate_id;
+    // A backlog: we keep claiming without being told, so writers need not NOTIFY.
+    if (idle_) arm_wakeup(false);
+    return;
+  }
+  // Caught up: the next pass starts from the beginning, so a transaction that
+  // committed late with a lower id is found then.
+  cursor_ = 0;
+  backlog_ = false;
+  auto next = db_.store().time_to_next_due(leases_.partitions());
+  if (!next) return fail_database(next.error());
+  next_due_.reset();
+  if (next.value()) next_due_ = clock_.now() + *next.value();
+}
+
+void Dispatcher::publish_ready() {
+  if (stopping_ || !broker_up_ || !leases_.may_publish()) return;
+  const auto ids = planner_.take_ready();
+  if (ids.empty()) return;
+  std::vector<core::OutboxMessage> batch;
+  batch.reserve(ids.size());
+  for (const auto id : ids) batch.push_back(rows_.at(id));
+  metrics_.published.inc(batch.size());
+  publisher_.publish(std::move(batch));
+}
+
+void Dispatcher::update_health() {
+  const auto now = clock_.now();
+  metrics::beat(health_, now);
+  health_.database_up = db_.up();
+  health_.broker_up = broker_up_;
+  health_.leases_held = leases_.may_publish();
+  metrics_.in_flight.set(static_cast<std::int64_t>(planner_.in_flight()));
+  metrics_.buffered.set(static_cast<std::int64_t>(planner_.buffered()));
+  metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
+}
+
+void Dispatcher::purge_finished() {
+  const auto now = clock_.now();
+  if (now < next_purge_ || !db_.up() || stopping_) return;
+  next_purge_ = now + config_.retention.purge_interval;
+  const auto keep_for = config_.retention.mode == config::RetentionMode::keep ? config_.retention.keep_for
+                                                                               : milliseconds(0);
+  auto purged = db_.store().purge(keep_for, config_.retention.purge_batch);
+  if (!purged) return fail_database(purged.error());
+  if (purged.value() > 0) spdlog::info("retention: purged {} finished rows", purged.value());
+  // A full batch means more is waiting: come back soon rather than at the interval.
+  if (purged.value() == config_.retention.purge_batch) next_purge_ = now + milliseconds(100);
+}
+
+void Dispatcher::log_stats() {
+  const auto now = clock_.now();
+  if (now < next_stats_) return;
+  const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
+  const auto delta = totals_.dispatched - last_stats_.dispatched;
+  if (delta > 0 || planner_.in_flight() > 0 || planner_.buffered() > 0) {
+    spdlog::info("dispatched {} ({:.0f}/s), in flight {}, buffered {}, retried {}, parked {}", delta,
+                 static_cast<double>(delta) / seconds, planner_.in_flight(), planner_.buffered(),
+                 totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
+  }
+  last_stats_ = totals_;
+  next_stats_ = now + config_.dispatch.stats_interval;
+}
+
+bool Dispatcher::finished_stopping() const {
+  return (planner_.in_flight() == 0 && planner_.pending_writes().empty()) || clock_.now() >= stop_deadline_;
+}
+
+void Dispatcher::arm_wakeup(bool idle) {
+  if (auto set = db_.store().set_idle(instance_id_, idle); !set) return fail_database(set.error());
+  idle_ = idle;
+}
+
+bool Dispatcher::claim_possible() const {
+  const auto half_batch = static_cast<std::size_t>(config_.dispatch.batch_size) / 2;
+  return backlog_ && !stopping_ && db_.up() && leases_.may_publish() && planner_.claim_room() > half_batch;
+}
+
+milliseconds Dispatcher::sleep_budget() {
+  const auto now = clock_.now();
+  if (stopping_) return std::min(kStopTick, until(now, stop_deadline_));
+  auto deadline = std::min({next_poll_, next_purge_, next_stats_, leases_.next_renewal()});
+  auto consider = [&](std::optional<core::SteadyTime> t) {
+    if (t) deadline = std::min(deadline, *t);
+  };
+  consider(planner_.next_wakeup());
+  consider(next_due_);
+  consider(db_.next_attempt());
+  consider(service_.next_ping());
+  if (writes_since_) consider(*writes_since_ + kMarkDelay);
+  if (leases_.may_publish()) consider(leases_.valid_until());
+  return until(now, deadline);
+}
+
+void Dispatcher::sleep_until_next_event() {
+  if (claim_possible()) return;  // more to read right away
+  if (!backlog_ && !idle_ && db_.up() && !stopping_) {
+    // Caught up: ask writers to NOTIFY, then look once more, because a row
+    // committed between the last claim and the arming sent no notification.
+    arm_wakeup(true);
+    backlog_ = true;
+    if (claim_possible()) return;
+  }
+  const auto ready = wait_for_events(wakeup_, signals_, db_.socket(), sleep_budget());
+  if (ready.wakeup) wakeup_.clear();
+  if (ready.database && db_.drain_notifications()) backlog_ = true;
+  const auto now = clock_.now();
+  if (now >= next_poll_) {
+    backlog_ = true;
+    next_poll_ = now + config_.dispatch.poll_interval;
+  }
+  if (next_due_ && now >= *next_due_) {
+    backlog_ = true;
+    next_due_.reset();
+  }
+}
+
+}  // namespace outboxd::daemon

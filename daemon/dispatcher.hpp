@@ -1,0 +1,97 @@
+// The run loop: claims rows, publishes them, records outcomes, sleeps when idle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "amqp/publisher.hpp"
+#include "config/config.hpp"
+#include "core/clock.hpp"
+#include "daemon/database_link.hpp"
+#include "daemon/dispatcher_metrics.hpp"
+#include "daemon/event_loop.hpp"
+#include "daemon/lease_keeper.hpp"
+#include "daemon/outcome_queue.hpp"
+#include "daemon/service_manager.hpp"
+#include "dispatch/planner.hpp"
+#include "metrics/health.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/registry.hpp"
+
+namespace outboxd::daemon {
+
+class Dispatcher {
+ public:
+  Dispatcher(const config::Config& config, std::string instance_id, SignalWatcher& signals);
+
+  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero).
+  int run();
+
+ private:
+  // One loop iteration, in order.
+  void handle_signals();
+  void apply_outcomes();
+  core::Status keep_database();
+  void persist_decisions();
+  void keep_leases();
+  void claim_rows();
+  void publish_ready();
+  void purge_finished();
+  void log_stats();
+  void sleep_until_next_event();
+  void update_health();
+
+  bool finished_stopping() const;
+  void fail_database(const core::Error& error);
+  void forget_rows(const std::vector<core::RowId>& ids);
+  bool claim_possible() const;
+  void arm_wakeup(bool idle);
+  std::chrono::milliseconds sleep_budget();
+
+  const config::Config& config_;
+  std::string instance_id_;
+  metrics::Registry registry_;
+  metrics::Health health_;
+  DispatcherMetrics metrics_;
+  std::unique_ptr<metrics::HttpServer> http_;
+  core::SteadyClock clock_;
+  core::FastRandom random_;
+  SignalWatcher& signals_;
+  Wakeup wakeup_;
+  OutcomeQueue outcomes_;
+  dispatch::Planner planner_;
+  DatabaseLink db_;
+  LeaseKeeper leases_;
+  amqp::Publisher publisher_;
+  ServiceManager service_;
+  bool announced_ready_ = false;
+
+  // Payloads of the rows the planner knows, by id.
+  std::unordered_map<core::RowId, core::OutboxMessage> rows_;
+
+  // Claim bookkeeping: `backlog_` means a claim may find rows; `cursor_` is
+  // where the current pass over immediate rows continues (0: from the start).
+  bool backlog_ = true;
+  core::RowId cursor_ = 0;
+  bool idle_ = false;            // marked idle in the database (NOTIFY armed)
+  bool broker_up_ = false;
+  std::optional<core::SteadyTime> next_due_;
+  core::SteadyTime next_poll_{};
+  core::SteadyTime next_purge_{};
+  core::SteadyTime next_stats_{};
+  std::optional<core::SteadyTime> writes_since_;  // oldest unpersisted decision
+
+  bool stopping_ = false;
+  core::SteadyTime stop_deadline_{};
+  std::optional<int> exit_code_;
+
+  struct Totals {
+    std::uint64_t dispatched = 0, parked = 0, retried = 0;
+  } totals_, last_stats_;
+};
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,45 @@
+// The dispatcher's Prometheus metrics, registered once and updated by the run loop.
+#pragma once
+
+#include "metrics/registry.hpp"
+
+namespace outboxd::daemon {
+
+struct DispatcherMetrics {
+  explicit DispatcherMetrics(metrics::Registry& r)
+      : claimed(r.counter("outboxd_rows_claimed_total", "Rows read from the outbox and handed to the planner")),
+        published(r.counter("outboxd_deliveries_sent_total", "Deliveries handed to the broker")),
+        accepted(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "accepted"}})),
+        rejected(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "rejected"}})),
+        released(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "released"}})),
+        unknown(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "unknown"}})),
+        dispatched(r.counter("outboxd_rows_dispatched_total", "Rows marked dispatched in the database")),
+        retried(r.counter("outboxd_rows_retried_total", "Rejected rows scheduled for another attempt")),
+        parked(r.counter("outboxd_rows_parked_total", "Rows parked after max_attempts")),
+        database_lost(r.counter("outboxd_disconnects_total", "Connections lost or refused", {{"peer", "database"}})),
+        broker_lost(r.counter("outboxd_disconnects_total", "Connections lost or refused", {{"peer", "broker"}})),
+        in_flight(r.gauge("outboxd_in_flight", "Deliveries awaiting a broker outcome")),
+        buffered(r.gauge("outboxd_buffered", "Claimed rows waiting to be published")),
+        partitions(r.gauge("outboxd_partitions_held", "Partitions leased by this instance")),
+        claim_seconds(r.histogram("outboxd_claim_duration_seconds", "Time of one claim round trip")),
+        mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")) {}
+
+  metrics::Counter& claimed;
+  metrics::Counter& published;
+  metrics::Counter& accepted;
+  metrics::Counter& rejected;
+  metrics::Counter& released;
+  metrics::Counter& unknown;
+  metrics::Counter& dispatched;
+  metrics::Counter& retried;
+  metrics::Counter& parked;
+  metrics::Counter& database_lost;
+  metrics::Counter& broker_lost;
+  metrics::Gauge& in_flight;
+  metrics::Gauge& buffered;
+  metrics::Gauge& partitions;
+  metrics::Histogram& claim_seconds;
+  metrics::Histogram& mark_seconds;
+};
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,39 @@
+// Hands broker outcomes from the AMQP thread to the main thread.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "amqp/publisher.hpp"
+#include "daemon/event_loop.hpp"
+
+namespace outboxd::daemon {
+
+class OutcomeQueue final : public amqp::OutcomeSink {
+ public:
+  explicit OutcomeQueue(Wakeup& wakeup) : wakeup_(wakeup) {}
+
+  // AMQP thread.
+  void on_outcome(amqp::Outcome outcome) override;
+  void on_connection(bool up, std::string reason) override;
+
+  struct ConnectionEvent {
+    bool up;
+    std::string reason;
+  };
+  struct Batch {
+    std::vector<amqp::Outcome> outcomes;
+    std::vector<ConnectionEvent> connection_events;
+  };
+
+  // Main thread: everything that arrived since the last call.
+  Batch take();
+
+ private:
+  Wakeup& wakeup_;
+  std::mutex mutex_;
+  Batch pending_;  // guarded by mutex_
+};
+
+}  // namespace outboxd::daemon
