@@ -5,7 +5,7 @@ import collections
 from harness import Daemon, Peer, enqueue, run_cli, wait_until, write_config
 
 
-def start(workdir, database, peer, **sections):
+def start(workdir, database, peer, /, **sections):
     sections.setdefault("dispatch", {}).update(backoff_initial_ms=50, backoff_max_ms=200, release_retry_ms=50)
     path = write_config(f"{workdir}/outboxd.yaml", database, peer, **sections)
     run_cli("migrate", "-c", path)

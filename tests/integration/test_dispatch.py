@@ -15,7 +15,7 @@ def broker(request):
     return Broker(request.param)
 
 
-def start_daemon(workdir, database, broker, **sections):
+def start_daemon(workdir, database, broker, /, **sections):
     path = write_config(f"{workdir}/outboxd.yaml", database, broker, **sections)
     run_cli("migrate", "-c", path)
     return Daemon(path).start()

@@ -73,7 +73,8 @@ class Peer(MessagingHandler):
                                    if isinstance(message.body, bytes) else str(message.body)}) + "\n")
         if close_now:
             self.closes_left -= 1
-            event.connection.close(Condition("amqp:connection:forced", "scripted close"))
+            event.connection.condition = Condition("amqp:connection:forced", "scripted close")
+            event.connection.close()
             return
         if outcome == "accepted":
             delivery.update(Delivery.ACCEPTED)

@@ -142,7 +142,7 @@ class Database:
         admin.close()
 
 
-def write_config(path, database, broker, **sections):
+def write_config(path, database, broker, /, **sections):
     """Writes an outboxd YAML config; `sections` override keys, e.g. dispatch={"max_attempts": 3}."""
     doc = {
         "database": {"url": database.url},

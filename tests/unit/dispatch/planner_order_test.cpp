@@ -72,7 +72,7 @@ TEST_CASE("The window bounds the rows in flight across all sessions", "[dispatch
   policy.window = 5;
   PlannerFixture f(policy);
   std::vector<outboxd::dispatch::RowRef> rows;
-  for (int id = 1; id <= 20; ++id) rows.push_back(row(id, "s" + std::to_string(id)));
+  for (int id = 1; id <= 20; ++id) rows.push_back(row(id, numbered("s", id)));
   f.planner.add(rows);
   CHECK(f.take() == Ids{1, 2, 3, 4, 5});
   CHECK(f.take().empty());

@@ -12,6 +12,7 @@
 
 #include "core/clock.hpp"
 #include "dispatch/planner.hpp"
+#include "planner_fixture.hpp"
 
 namespace {
 
@@ -23,6 +24,7 @@ using outboxd::core::SteadyTime;
 using outboxd::dispatch::Planner;
 using outboxd::dispatch::PlannerPolicy;
 using outboxd::dispatch::RowRef;
+using outboxd::dispatch::test::numbered;
 
 struct Scenario {
   std::size_t per_session;
@@ -105,7 +107,7 @@ class Simulation {
   void build_table() {
     std::vector<std::string> labels;
     for (int s = 0; s < kSessions; ++s) {
-      for (int i = 0; i < kRowsPerSession; ++i) labels.push_back("s" + std::to_string(s));
+      for (int i = 0; i < kRowsPerSession; ++i) labels.push_back(numbered("s", s));
     }
     labels.resize(labels.size() + kLooseRows);
     std::shuffle(labels.begin(), labels.end(), gen_);
