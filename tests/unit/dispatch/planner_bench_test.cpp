@@ -57,6 +57,7 @@ void run(const char* label, std::size_t sessions) {
       planner.on_outcome(id, release ? DeliveryOutcome::released : DeliveryOutcome::accepted, "");
     }
     planner.on_persisted();
+    planner.take_forgotten();
     ++iterations;
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;

@@ -1,0 +1,75 @@
+// Planner bookkeeping for its owner: which rows it knows, which it let go of, and its counters.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "dispatch/planner.hpp"
+#include "planner_fixture.hpp"
+
+using namespace outboxd::dispatch::test;
+
+namespace {
+
+Ids sorted(Ids ids) {
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("knows and take_forgotten tell the owner which payloads to keep", "[dispatch][planner]") {
+  PlannerFixture f;
+  f.add({row(1, "A"), row(2, "B", 4), row(3, "B"), row(4, "", 0, 1), row(5, "", 0, 1), row(6, "C", 0, 2),
+         row(7, "C", 0, 2)});
+  CHECK(f.take() == Ids{1, 2, 4, 5, 6});
+  for (outboxd::core::RowId id = 1; id <= 7; ++id) CHECK(f.planner.knows(id));
+  CHECK_FALSE(f.planner.knows(99));
+  CHECK(f.planner.take_forgotten().empty());
+
+  f.accept(1);
+  CHECK(f.planner.knows(1));  // accepted, not yet persisted
+  CHECK(f.planner.take_forgotten() == Ids{1});
+
+  f.reject(2, "bad");  // parked, and 3 with it
+  CHECK(f.planner.knows(2));
+  CHECK_FALSE(f.planner.knows(3));
+  CHECK(sorted(f.planner.take_forgotten()) == Ids{2, 3});
+
+  f.planner.drop_partition(1);  // 4 and 5 are in flight: kept until their outcome
+  CHECK(f.planner.take_forgotten().empty());
+  f.release(4);
+  f.accept(5);
+  CHECK(sorted(f.planner.take_forgotten()) == Ids{4, 5});
+  CHECK_FALSE(f.planner.knows(4));
+
+  f.planner.drop_partition(2);  // 7 is buffered: gone at once
+  CHECK(f.planner.take_forgotten() == Ids{7});
+  CHECK(f.planner.knows(6));
+
+  f.planner.on_persisted();
+  CHECK_FALSE(f.planner.knows(1));
+  CHECK_FALSE(f.planner.knows(2));
+  CHECK(f.planner.take_forgotten().empty());
+}
+
+TEST_CASE("Counters follow every outcome", "[dispatch][planner]") {
+  PlannerFixture f;
+  f.add({row(1, "A"), row(2, "B"), row(3, "C", 4), row(4, "D")});
+  f.take();
+  f.accept(1);
+  f.reject(2);
+  f.reject(3);  // parks
+  f.release(4);
+  f.clock.advance(100ms);
+  f.take();
+  f.lose(4);
+  f.lose(42);
+  const auto counters = f.planner.counters();
+  CHECK(counters.published == 6);
+  CHECK(counters.accepted == 1);
+  CHECK(counters.rejected == 2);
+  CHECK(counters.released == 1);
+  CHECK(counters.unknown == 1);
+  CHECK(counters.parked == 1);
+  CHECK(counters.stale == 1);
+}
