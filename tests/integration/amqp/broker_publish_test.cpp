@@ -202,9 +202,9 @@ TEST_CASE("Artemis: every mapped field and the exact body bytes come back", "[am
   round_trip(artemis());
 }
 
-TEST_CASE("RabbitMQ: 10,000 messages", "[amqp][broker][rabbitmq]") { throughput(rabbitmq()); }
+TEST_CASE("RabbitMQ: 10k messages", "[amqp][broker][rabbitmq]") { throughput(rabbitmq()); }
 
-TEST_CASE("Artemis: 10,000 messages", "[amqp][broker][artemis]") { throughput(artemis()); }
+TEST_CASE("Artemis: 10k messages", "[amqp][broker][artemis]") { throughput(artemis()); }
 
 TEST_CASE("RabbitMQ: an existing queue of other durability is refused for its rows only",
           "[amqp][broker][rabbitmq]") {

@@ -84,7 +84,7 @@ TEST_CASE("a reject without a condition still says who rejected", "[amqp][peer]"
   CHECK(sink.outcomes().front().reason == "rejected by broker");
 }
 
-TEST_CASE("10,000 messages are pipelined within the peer's credit", "[amqp][peer]") {
+TEST_CASE("10k messages are pipelined within the peer's credit", "[amqp][peer]") {
   constexpr int kMessages = 10000;
   const int window = GENERATE(100, 1000);
   AmqpPeer peer;
