@@ -97,6 +97,16 @@ class Consumer:
             self.receiver.accept()
         return [m for _, m in self.received[start:]]
 
+    def receive_all(self, ids, timeout=120.0, settle=0.5):
+        """Receives until every id in `ids` arrived (then `settle` s more for stragglers); returns all received."""
+        missing = set(ids) - {m.id for _, m in self.received}
+        deadline = time.monotonic() + timeout
+        while missing and time.monotonic() < deadline:
+            for message in self.receive(min(len(missing), 1000), timeout=min(5.0, deadline - time.monotonic())):
+                missing.discard(message.id)
+        self.receive(10 ** 9, timeout=settle)
+        return [m for _, m in self.received]
+
     def quiet_for(self, seconds):
         """Asserts nothing arrives for `seconds`; returns what did arrive."""
         return self.receive(1, timeout=seconds)
