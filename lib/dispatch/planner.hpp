@@ -37,8 +37,8 @@ struct PlannerPolicy {
   int releases_per_attempt = 5;          // every N-th consecutive release/unknown counts as an attempt; <= 0: never
 };
 
-// A rejected attempt to persist: attempts and next_attempt_at = now + retry_in,
-// or status = 'parked' with last_error when `park` is set (retry_in is then 0).
+// A failed attempt, to write back: attempts, last_error and next_attempt_at =
+// now + retry_in; or, when `park` is set, status = 'parked' (retry_in is 0).
 struct FailureWrite {
   core::RowId id = 0;
   int attempts = 0;
@@ -118,6 +118,7 @@ class Planner {
   bool knows(core::RowId id) const;
   // Rows the planner dropped from memory since the last call (accepted,
   // parked, dropped with their session or partition): their payloads can go.
+  // The list grows until taken: call it after on_persisted() and drop_partition().
   std::vector<core::RowId> take_forgotten();
 
   std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
