@@ -7,8 +7,8 @@
 #include <proton/tracker.hpp>
 #include <proton/transport.hpp>
 
-#include "amqp/connection_handler.hpp"
-#include "amqp/proton_access.hpp"
+#include "amqp/detail/connection_handler.hpp"
+#include "amqp/detail/proton_access.hpp"
 
 namespace outboxd::amqp {
 

@@ -1,5 +1,5 @@
 // Connection lifecycle of the publisher: connect, accept work, lose and re-open, timers, shutdown.
-#include "amqp/connection_handler.hpp"
+#include "amqp/detail/connection_handler.hpp"
 
 #include <algorithm>
 

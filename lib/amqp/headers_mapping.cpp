@@ -1,5 +1,5 @@
 // JSON object -> application-properties, with the type rules of SPEC §5.
-#include "amqp/headers_mapping.hpp"
+#include "amqp/detail/headers_mapping.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -1,5 +1,5 @@
 // Sender links per destination: lazy open, credit-bounded sending, outcome bookkeeping by tag.
-#include "amqp/link_set.hpp"
+#include "amqp/detail/link_set.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -10,7 +10,7 @@
 #include <proton/target.hpp>
 #include <proton/target_options.hpp>
 
-#include "amqp/proton_access.hpp"
+#include "amqp/detail/proton_access.hpp"
 
 namespace outboxd::amqp {
 

@@ -6,7 +6,7 @@
 #include <proton/message_id.hpp>
 #include <proton/timestamp.hpp>
 
-#include "amqp/headers_mapping.hpp"
+#include "amqp/detail/headers_mapping.hpp"
 
 namespace outboxd::amqp {
 namespace {

@@ -1,5 +1,5 @@
 // Reads a tracker's remote disposition through Proton's C API.
-#include "amqp/proton_access.hpp"
+#include "amqp/detail/proton_access.hpp"
 
 #include <proton/condition.h>
 #include <proton/delivery.h>

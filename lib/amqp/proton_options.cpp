@@ -1,5 +1,5 @@
 // Connection options for Proton from the validated settings.
-#include "amqp/proton_options.hpp"
+#include "amqp/detail/proton_options.hpp"
 
 #include <proton/duration.hpp>
 #include <proton/ssl.hpp>

@@ -10,9 +10,9 @@
 #include <proton/container.hpp>
 #include <proton/work_queue.hpp>
 
-#include "amqp/connection_handler.hpp"
+#include "amqp/detail/connection_handler.hpp"
 #include "amqp/connection_settings.hpp"
-#include "amqp/proton_options.hpp"
+#include "amqp/detail/proton_options.hpp"
 
 namespace outboxd::amqp {
 

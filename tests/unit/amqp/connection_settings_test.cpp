@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "amqp/connection_settings.hpp"
-#include "amqp/proton_access.hpp"
+#include "amqp/detail/proton_access.hpp"
 
 using outboxd::amqp::connection_settings;
 using outboxd::amqp::ConnectionSettings;

@@ -14,7 +14,7 @@
 #include <proton/messaging_handler.hpp>
 
 #include "amqp/connection_settings.hpp"
-#include "amqp/link_set.hpp"
+#include "amqp/detail/link_set.hpp"
 #include "amqp/outcome.hpp"
 #include "amqp/reconnect_backoff.hpp"
 #include "config/config.hpp"
