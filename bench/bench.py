@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""outboxd benchmark driver (run it through bench/run.sh, which starts the services).
+
+Drain mode: N rows over K sessions are committed first, then timed three ways
+in each run, so that the daemon's figure stands beside the ceilings measured on
+the same machine at the same moment:
+  broker ceiling    a raw Proton publisher sending N messages, same window, same body size
+  database ceiling  claim + mark in batches without AMQP (bench/claim_mark)
+  outboxd           the daemon draining the backlog
+Fixed-rate mode (--rate): one row per transaction at R rows/s through pgbench;
+reports commit->consumer latency percentiles.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from urllib.parse import urlparse, urlunparse
+
+import psycopg2
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
+from harness import Broker, Consumer  # noqa: E402
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default="build-release")
+    p.add_argument("--rows", type=int, default=50000)
+    p.add_argument("--sessions", type=int, default=100)
+    p.add_argument("--window", type=int, default=1000)
+    p.add_argument("--batch", type=int, default=500)
+    p.add_argument("--body", type=int, default=500)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--broker", default="rabbitmq", choices=["rabbitmq", "artemis"])
+    p.add_argument("--instances", default="1", help="comma-separated instance counts, e.g. 1,2,3")
+    p.add_argument("--rate", type=int, default=0, help="fixed-rate mode: rows per second")
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--writer-cost", action="store_true", help="measure the wake-up trigger's cost to writers")
+    return p.parse_args()
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.bin = os.path.join(args.build, "daemon", "outboxd")
+        self.broker = Broker(args.broker)
+        self.tmp = tempfile.mkdtemp(prefix="outboxd-bench-")
+        admin_url = os.environ["OUTBOXD_TEST_PG_URL"]
+        self.db_name = "bench_" + uuid.uuid4().hex[:8]
+        admin = psycopg2.connect(admin_url)
+        admin.autocommit = True
+        admin.cursor().execute(f'CREATE DATABASE "{self.db_name}"')
+        admin.close()
+        self.db_url = urlunparse(urlparse(admin_url)._replace(path="/" + self.db_name))
+        self.config = self.write_config()
+        subprocess.run([self.bin, "migrate", "-c", self.config], check=True, capture_output=True)
+        self.conn = psycopg2.connect(self.db_url)
+        self.conn.autocommit = True
+
+    def write_config(self, name="outboxd.yaml"):
+        b = self.broker
+        auth = f"\n  username: \"{b.user}\"\n  password: \"{b.password}\"" if b.user else ""
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(f"""database:
+  url: "{self.db_url}"
+broker:
+  url: "{b.url}"
+  profile: {b.profile}{auth}
+dispatch:
+  in_flight: {self.args.window}
+  batch_size: {self.args.batch}
+  stats_interval_ms: 60000
+log:
+  level: warn
+""")
+        return path
+
+    def sql(self, query, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description else None
+
+    def fill(self, queue):
+        a = self.args
+        self.sql("INSERT INTO outbox.messages (message_id, destination, session_id, body) "
+                 "SELECT %s || i, %s, 's' || (i %% %s), convert_to(lpad(i::text, %s, 'x'), 'UTF8') "
+                 "FROM generate_series(1, %s) i", (queue + ":", queue, a.sessions, a.body, a.rows))
+        self.sql("VACUUM ANALYZE outbox.messages")
+
+    def pending(self):
+        return self.sql("SELECT count(*) FROM outbox.messages WHERE status = 'pending'")[0][0]
+
+    def broker_ceiling(self, run):
+        a, b = self.args, self.broker
+        queue = f"bench_raw_{run}_{uuid.uuid4().hex[:6]}"
+        cmd = [os.path.join(a.build, "bench", "raw_publisher"), b.url, b.address(queue), str(a.rows), str(a.window),
+               str(a.body)]
+        if b.user:
+            cmd += [b.user, b.password, b.profile]
+        else:
+            cmd += ["", "", b.profile]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600).stdout
+        return float(out.split("rate=")[1].split()[0])
+
+    def database_ceiling(self):
+        self.fill("bench_db")
+        cmd = [os.path.join(self.args.build, "bench", "claim_mark"), "-c", self.config]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600).stdout
+        return float(out.split("rate=")[1].split()[0])
+
+    def drain(self, run, instances):
+        queue = f"bench_outboxd_{run}_{uuid.uuid4().hex[:6]}"
+        self.fill(queue)
+        total = self.args.rows
+        daemons = [subprocess.Popen([self.bin, "run", "-c", self.config], stderr=open(
+            os.path.join(self.tmp, f"outboxd-{run}-{i}.log"), "w")) for i in range(instances)]
+        try:
+            started = None
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                left = self.pending()
+                now = time.monotonic()
+                if started is None and left < total:
+                    started = now
+                if left == 0:
+                    return total / (now - started)
+                time.sleep(0.02)
+            raise RuntimeError("drain did not finish in 600 s")
+        finally:
+            for d in daemons:
+                d.terminate()
+            for d in daemons:
+                d.wait(timeout=60)
+
+    def fixed_rate(self):
+        a = self.args
+        queue = "bench_latency_" + uuid.uuid4().hex[:6]
+        consumer = Consumer(self.broker, queue, credit=2000)
+        daemon = subprocess.Popen([self.bin, "run", "-c", self.config],
+                                  stderr=open(os.path.join(self.tmp, "outboxd-rate.log"), "w"))
+        script = os.path.join(self.tmp, "enqueue.sql")
+        with open(script, "w") as f:
+            f.write("SELECT outbox.enqueue(destination => '%s', message_id => gen_random_uuid()::text, "
+                    "session_id => 's' || (random() * %d)::int, "
+                    "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n"
+                    % (queue, a.sessions))
+        expected = a.rate * a.seconds
+        received = []
+        reader = threading.Thread(target=lambda: received.extend(consumer.receive(expected, timeout=a.seconds + 30)))
+        reader.start()
+        time.sleep(1)
+        env = dict(os.environ, PGDATABASE=self.db_name)
+        subprocess.run(["pgbench", "-n", "-c", "4", "-j", "2", "-R", str(a.rate), "-T", str(a.seconds), "-f", script],
+                       check=True, capture_output=True, env=env)
+        reader.join()
+        daemon.terminate()
+        daemon.wait(timeout=60)
+        latencies = sorted((t - float(m.body)) * 1000 for t, m in consumer.received)
+        consumer.close()
+
+        def pct(p):
+            return latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))]
+        print(f"fixed rate {a.rate}/s for {a.seconds}s: received {len(latencies)}, commit->consumer latency "
+              f"p50 {pct(50):.2f} ms, p99 {pct(99):.2f} ms, max {latencies[-1]:.2f} ms")
+
+    def writer_cost(self):
+        """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger."""
+        script = os.path.join(self.tmp, "writer.sql")
+        with open(script, "w") as f:
+            f.write("INSERT INTO outbox.messages (message_id, destination, body) "
+                    "VALUES (gen_random_uuid()::text, 'bench_writer', '\\x00');\n")
+        env = dict(os.environ, PGDATABASE=self.db_name)
+
+        def tps():
+            out = subprocess.run(["pgbench", "-n", "-c", "8", "-j", "2", "-T", "8", "-f", script],
+                                 check=True, capture_output=True, text=True, env=env).stdout
+            self.sql("TRUNCATE outbox.messages")
+            return float(out.split("tps = ")[1].split()[0])
+
+        trigger = "messages_wakeup"
+        names = [r[0] for r in self.sql("SELECT tgname FROM pg_trigger WHERE tgrelid = 'outbox.messages'::regclass "
+                                        "AND NOT tgisinternal")]
+        wake = [n for n in names if "wake" in n or "notify" in n]
+        trigger = wake[0] if wake else trigger
+        self.sql(f'ALTER TABLE outbox.messages DISABLE TRIGGER "{trigger}"')
+        base = tps()
+        self.sql(f'ALTER TABLE outbox.messages ENABLE TRIGGER "{trigger}"')
+        quiet = tps()
+        self.sql("INSERT INTO outbox.instances (instance_id, idle) VALUES ('bench-armed', true)")
+        armed = tps()
+        self.sql("DELETE FROM outbox.instances WHERE instance_id = 'bench-armed'")
+        print(f"writer cost, 8 clients, one row per transaction: no trigger {base:.0f} tps; "
+              f"trigger, no idle dispatcher {quiet:.0f} tps ({quiet / base:.0%}); "
+              f"trigger, idle dispatcher (NOTIFY every commit) {armed:.0f} tps ({armed / base:.0%})")
+
+    def run(self):
+        a = self.args
+        if a.rate:
+            return self.fixed_rate()
+        if a.writer_cost:
+            return self.writer_cost()
+        counts = [int(x) for x in a.instances.split(",")]
+        raw, db, drained = [], [], {n: [] for n in counts}
+        for run in range(a.runs):
+            raw.append(self.broker_ceiling(run))
+            db.append(self.database_ceiling())
+            for n in counts:
+                drained[n].append(self.drain(run, n))
+            print(f"run {run + 1}: broker {raw[-1]:.0f}/s, database {db[-1]:.0f}/s, "
+                  + ", ".join(f"outboxd x{n} {drained[n][-1]:.0f}/s" for n in counts), flush=True)
+        broker, database = statistics.median(raw), statistics.median(db)
+        print(f"\n{a.rows} rows, {a.sessions} sessions, {a.body}-byte bodies, window {a.window}, "
+              f"batch {a.batch}, {a.broker}; medians of {a.runs} runs")
+        print(f"  broker ceiling (raw Proton publisher)  {broker:10.0f} msgs/s")
+        print(f"  database ceiling (claim + mark)        {database:10.0f} rows/s")
+        for n in counts:
+            rate = statistics.median(drained[n])
+            print(f"  outboxd, {n} instance{'s' if n > 1 else ' '}                   {rate:10.0f} rows/s"
+                  f"   {rate / broker:.0%} of broker ceiling")
+
+
+if __name__ == "__main__":
+    Bench(parse_args()).run()

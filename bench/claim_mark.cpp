@@ -1,0 +1,55 @@
+// The database's ceiling: the daemon's own claim and mark statements in a loop, without AMQP.
+//
+// usage: claim_mark -c CONFIG   (drains every pending row of the configured outbox)
+// Prints one line: `claim_mark rows=N seconds=S rate=R`.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "config/loader.hpp"
+#include "pg/connection.hpp"
+#include "pg/outbox_store.hpp"
+
+int main(int argc, char** argv) {
+  using namespace outboxd;
+  if (argc != 3 || std::string(argv[1]) != "-c") {
+    std::fprintf(stderr, "usage: %s -c CONFIG\n", argv[0]);
+    return 2;
+  }
+  auto config = config::load_file(argv[2]);
+  if (!config) {
+    std::fprintf(stderr, "%s\n", config.error_text().c_str());
+    return 2;
+  }
+  auto connection = pg::Connection::open(config.value().database, "outboxd claim_mark");
+  if (!connection) {
+    std::fprintf(stderr, "claim_mark: %s\n", connection.error().message.c_str());
+    return 1;
+  }
+  pg::OutboxStore store(connection.value(), config.value().outbox.schema);
+  std::vector<int> partitions(static_cast<std::size_t>(config.value().outbox.partitions));
+  for (std::size_t p = 0; p < partitions.size(); ++p) partitions[p] = static_cast<int>(p);
+  const int batch = config.value().dispatch.batch_size;
+  long rows = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    auto claimed = store.claim(partitions, batch);
+    if (!claimed) {
+      std::fprintf(stderr, "claim_mark: %s\n", claimed.error().message.c_str());
+      return 1;
+    }
+    if (claimed.value().rows.empty()) break;
+    std::vector<core::RowId> ids;
+    ids.reserve(claimed.value().rows.size());
+    for (const auto& row : claimed.value().rows) ids.push_back(row.id);
+    if (auto marked = store.mark_dispatched(ids, config.value().retention.mode); !marked) {
+      std::fprintf(stderr, "claim_mark: %s\n", marked.error().message.c_str());
+      return 1;
+    }
+    rows += static_cast<long>(ids.size());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("claim_mark rows=%ld seconds=%.3f rate=%.0f\n", rows, seconds, static_cast<double>(rows) / seconds);
+  return 0;
+}
