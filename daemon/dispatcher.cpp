@@ -88,6 +88,7 @@ int Dispatcher::run() {
       exit_code_ = 1;
       break;
     }
+    publish_ready();  // a session's next row goes out before the database round trips
     persist_decisions();
     keep_leases();
     claim_rows();
@@ -190,8 +191,7 @@ void Dispatcher::persist_decisions() {
   const auto& writes = planner_.pending_writes();
   if (writes.empty() || !db_.up()) return;
   const auto pending = writes.dispatched.size() + writes.failures.size();
-  const bool due = pending >= static_cast<std::size_t>(config_.dispatch.batch_size) ||
-                   planner_.in_flight() == 0 || stopping_ ||
+  const bool due = pending >= static_cast<std::size_t>(config_.dispatch.batch_size) || stopping_ ||
                    (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
   if (!due) return;
   const auto started = clock_.now();

@@ -30,7 +30,7 @@ TEST_CASE("ManualClock moves only when advanced", "[core]") {
   REQUIRE(clock.now() - start == std::chrono::milliseconds(250));
 }
 
-TEST_CASE("FastRandom stays in [0, 1) and is reproducible from its seed", "[core]") {
+TEST_CASE("FastRandom stays within 0..1 and is reproducible from its seed", "[core]") {
   FastRandom a(7), b(7);
   for (int i = 0; i < 1000; ++i) {
     const double x = a.uniform();
