@@ -132,7 +132,7 @@ def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
         assert daemon.stop() == 0, daemon.log()
     # The first row also attaches the destination's link; the rest reuse it.
     assert max(latencies) < 0.1, f"latencies {latencies}"
-    assert sorted(latencies)[2] < 0.03, f"latencies {latencies}"
+    assert sorted(latencies)[2] < 0.05, f"latencies {latencies}"
 
 
 def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, broker):
