@@ -196,7 +196,7 @@ void Dispatcher::persist_decisions() {
   if (!due) return;
   const auto started = clock_.now();
   if (!writes.dispatched.empty()) {
-    if (auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode); !marked) {
+    if (auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_); !marked) {
       return fail_database(marked.error());
     }
   }
@@ -206,7 +206,7 @@ void Dispatcher::persist_decisions() {
     for (const auto& f : writes.failures) {
       records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
     }
-    if (auto recorded = db_.store().record_failures(records); !recorded) return fail_database(recorded.error());
+    if (auto recorded = db_.store().record_failures(records, instance_id_); !recorded) return fail_database(recorded.error());
   }
   for (const auto& f : writes.failures) {
     if (f.park) {
