@@ -237,10 +237,35 @@ void Dispatcher::forget_rows(const std::vector<core::RowId>& ids) {
 
 void Dispatcher::keep_leases() {
   if (!db_.up() || stopping_) return;
-  std::vector<int> lost;
-  if (auto kept = leases_.maintain(db_.leases(), lost); !kept) return fail_database(kept.error());
-  for (const int partition : lost) planner_.drop_partition(partition);
-  if (!lost.empty()) forget_rows(planner_.take_forgotten());
+  std::vector<int> stopped;
+  std::vector<int> gained;
+  if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
+  for (const int partition : stopped) planner_.drop_partition(partition);
+  if (!stopped.empty()) forget_rows(planner_.take_forgotten());
+  if (!gained.empty()) {
+    // Rows of a new partition may lie below the cursor of the current pass.
+    cursor_ = 0;
+    backlog_ = true;
+  }
+  release_drained();
+}
+
+// A draining partition is released once the planner knows none of its rows:
+// every in-flight row has its outcome and that outcome is persisted, so the
+// next owner neither publishes them again nor finds its marks fenced off.
+void Dispatcher::release_drained() {
+  const auto& draining = leases_.draining();
+  if (draining.empty() || !db_.up()) return;
+  std::vector<int> busy;
+  for (const auto& [id, row] : rows_) {
+    if (planner_.knows(id) && std::binary_search(draining.begin(), draining.end(), row.partition)) {
+      busy.push_back(row.partition);
+    }
+  }
+  std::sort(busy.begin(), busy.end());
+  std::vector<int> drained;
+  std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(), std::back_inserter(drained));
+  if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
 }
 
 void Dispatcher::claim_rows() {
