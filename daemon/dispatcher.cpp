@@ -195,10 +195,13 @@ void Dispatcher::persist_decisions() {
                    (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
   if (!due) return;
   const auto started = clock_.now();
+  // Rows left alone by the statements: fenced off (the lease was lost
+  // meanwhile; the next owner publishes them again) or no longer pending.
+  std::size_t unchanged = 0;
   if (!writes.dispatched.empty()) {
-    if (auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_); !marked) {
-      return fail_database(marked.error());
-    }
+    auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
+    if (!marked) return fail_database(marked.error());
+    unchanged += writes.dispatched.size() - static_cast<std::size_t>(marked.value());
   }
   if (!writes.failures.empty()) {
     std::vector<pg::FailureRecord> records;
@@ -206,7 +209,13 @@ void Dispatcher::persist_decisions() {
     for (const auto& f : writes.failures) {
       records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
     }
-    if (auto recorded = db_.store().record_failures(records, instance_id_); !recorded) return fail_database(recorded.error());
+    auto recorded = db_.store().record_failures(records, instance_id_);
+    if (!recorded) return fail_database(recorded.error());
+    unchanged += records.size() - static_cast<std::size_t>(recorded.value());
+  }
+  if (unchanged > 0) {
+    spdlog::warn("{} outcome{} not recorded: lease lost meanwhile (the next owner publishes again) or row no "
+                 "longer pending", unchanged, unchanged == 1 ? "" : "s");
   }
   for (const auto& f : writes.failures) {
     if (f.park) {

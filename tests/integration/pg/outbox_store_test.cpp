@@ -227,15 +227,15 @@ TEST_CASE("marks and failures leave rows of partitions not leased unexpired by t
   const core::RowId row = insert(connection, {"fenced", "s"});
   // Expired, then another owner's: a paused instance must change nothing.
   must(connection, "UPDATE outbox.leases SET owner = 'zombie', expires_at = now() - interval '1 second'");
-  REQUIRE(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").ok());
-  REQUIRE(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").ok());
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").value() == 0);
+  CHECK(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").value() == 0);
   must(connection, "UPDATE outbox.leases SET owner = 'heir', expires_at = now() + interval '1 hour'");
-  REQUIRE(store.mark_dispatched({row}, config::RetentionMode::delete_rows, "zombie").ok());
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::delete_rows, "zombie").value() == 0);
   const Rows rows = must(connection, "SELECT status, attempts FROM outbox.messages");
   REQUIRE(rows.size() == 1);
   CHECK(rows.text(0, 0) == "pending");
   CHECK(rows.int64(0, 1) == 0);
-  REQUIRE(store.mark_dispatched({row}, config::RetentionMode::keep, "heir").ok());
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "heir").value() == 1);
   CHECK(must(connection, "SELECT status FROM outbox.messages").text(0, 0) == "dispatched");
 }
 
