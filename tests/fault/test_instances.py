@@ -103,8 +103,8 @@ def test_kill_9_of_one_of_three_instances_again_and_again(workdir, database, rab
     deadline = time.monotonic() + 120
     try:
         # Kill while there is work left, at most 8 times, a few seconds apart.
-        while kills < 8 and pending(database) > rows * 0.15 and time.monotonic() < deadline:
-            time.sleep(rng.uniform(1.5, 3.0))
+        while kills < 8 and pending(database) > rows * 0.05 and time.monotonic() < deadline:
+            time.sleep(rng.uniform(1.0, 2.0))
             consumer.receive(rows, timeout=0.1)
             slot = rng.randrange(3)
             daemons[slot].kill()
