@@ -195,10 +195,13 @@ void Dispatcher::persist_decisions() {
                    (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
   if (!due) return;
   const auto started = clock_.now();
+  // Rows left alone by the statements: fenced off (the lease was lost
+  // meanwhile; the next owner publishes them again) or no longer pending.
+  std::size_t unchanged = 0;
   if (!writes.dispatched.empty()) {
-    if (auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode); !marked) {
-      return fail_database(marked.error());
-    }
+    auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
+    if (!marked) return fail_database(marked.error());
+    unchanged += writes.dispatched.size() - static_cast<std::size_t>(marked.value());
   }
   if (!writes.failures.empty()) {
     std::vector<pg::FailureRecord> records;
@@ -206,7 +209,13 @@ void Dispatcher::persist_decisions() {
     for (const auto& f : writes.failures) {
       records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
     }
-    if (auto recorded = db_.store().record_failures(records); !recorded) return fail_database(recorded.error());
+    auto recorded = db_.store().record_failures(records, instance_id_);
+    if (!recorded) return fail_database(recorded.error());
+    unchanged += records.size() - static_cast<std::size_t>(recorded.value());
+  }
+  if (unchanged > 0) {
+    spdlog::warn("{} outcome{} not recorded: lease lost meanwhile (the next owner publishes again) or row no "
+                 "longer pending", unchanged, unchanged == 1 ? "" : "s");
   }
   for (const auto& f : writes.failures) {
     if (f.park) {
@@ -237,10 +246,35 @@ void Dispatcher::forget_rows(const std::vector<core::RowId>& ids) {
 
 void Dispatcher::keep_leases() {
   if (!db_.up() || stopping_) return;
-  std::vector<int> lost;
-  if (auto kept = leases_.maintain(db_.leases(), lost); !kept) return fail_database(kept.error());
-  for (const int partition : lost) planner_.drop_partition(partition);
-  if (!lost.empty()) forget_rows(planner_.take_forgotten());
+  std::vector<int> stopped;
+  std::vector<int> gained;
+  if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
+  for (const int partition : stopped) planner_.drop_partition(partition);
+  if (!stopped.empty()) forget_rows(planner_.take_forgotten());
+  if (!gained.empty()) {
+    // Rows of a new partition may lie below the cursor of the current pass.
+    cursor_ = 0;
+    backlog_ = true;
+  }
+  release_drained();
+}
+
+// A draining partition is released once the planner knows none of its rows:
+// every in-flight row has its outcome and that outcome is persisted, so the
+// next owner neither publishes them again nor finds its marks fenced off.
+void Dispatcher::release_drained() {
+  const auto& draining = leases_.draining();
+  if (draining.empty() || !db_.up()) return;
+  std::vector<int> busy;
+  for (const auto& [id, row] : rows_) {
+    if (planner_.knows(id) && std::binary_search(draining.begin(), draining.end(), row.partition)) {
+      busy.push_back(row.partition);
+    }
+  }
+  std::sort(busy.begin(), busy.end());
+  std::vector<int> drained;
+  std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(), std::back_inserter(drained));
+  if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
 }
 
 void Dispatcher::claim_rows() {

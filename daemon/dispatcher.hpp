@@ -38,6 +38,7 @@ class Dispatcher {
   core::Status keep_database();
   void persist_decisions();
   void keep_leases();
+  void release_drained();
   void claim_rows();
   void publish_ready();
   void purge_finished();

@@ -16,14 +16,19 @@ class LeaseKeeper {
  public:
   LeaseKeeper(const config::LeaseConfig& config, std::string instance_id, const core::Clock& clock);
 
-  // Acquires or renews when due. Partitions no longer held are appended to
-  // `lost` so the caller can drop their buffered rows.
-  core::Status maintain(pg::LeaseStore& store, std::vector<int>& lost);
+  // Balances when due. Partitions no longer to be claimed (lost, or held
+  // over the fair share and now draining) are appended to `stopped` so the
+  // caller can drop their buffered rows; partitions newly claimable to `gained`.
+  core::Status maintain(pg::LeaseStore& store, std::vector<int>& stopped, std::vector<int>& gained);
 
   // False once the leases could have expired in the database: measured from
   // the start of the last successful renewal, minus the safety margin.
   bool may_publish() const;
+  // Partitions to claim rows from: held and within the share.
   const std::vector<int>& partitions() const { return partitions_; }
+  // Held over the share: no new rows; release once none is in flight.
+  const std::vector<int>& draining() const { return draining_; }
+  core::Status release_drained(pg::LeaseStore& store, const std::vector<int>& drained);
   core::SteadyTime next_renewal() const { return renew_at_; }
   core::SteadyTime valid_until() const { return valid_until_; }
   core::Status release(pg::LeaseStore& store);
@@ -34,6 +39,7 @@ class LeaseKeeper {
   std::string instance_id_;
   const core::Clock& clock_;
   std::vector<int> partitions_;
+  std::vector<int> draining_;
   core::SteadyTime renew_at_{};
   core::SteadyTime valid_until_{};
 };

@@ -38,6 +38,35 @@ std::string renew_sql(const std::string& s) {
          "WHERE l.owner = $1 AND l.expires_at > now()" + kReturning;
 }
 
+std::string ms(const char* param) { return std::string(param) + "::bigint * interval '1 millisecond'"; }
+
+// `free` skips rows another balancer has locked, and the UPDATE re-checks
+// ownership on the row version it changes (READ COMMITTED), so a partition
+// taken meanwhile by someone else is left alone. The instance's own
+// heartbeat is counted as live even before the upsert is visible.
+std::string balance_sql(const std::string& s) {
+  const std::string live_since = "now() - " + ms("$2");
+  return "WITH beat AS (INSERT INTO " + s + ".instances (instance_id) VALUES ($1) "
+         "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()), "
+         "dead AS (DELETE FROM " + s + ".instances WHERE instance_id <> $1 AND heartbeat_at < now() - " +
+         std::to_string(LeaseStore::kDeadAfterTtls) + " * " + ms("$2") + "), "
+         "share AS (SELECT ceil((SELECT count(*) FROM " + s + ".leases)::numeric / (1 + (SELECT count(*) FROM " + s +
+         ".instances WHERE instance_id <> $1 AND heartbeat_at > " + live_since + ")))::bigint AS n), "
+         "mine AS (SELECT partition, row_number() OVER (ORDER BY partition) AS rank FROM " + s +
+         ".leases WHERE owner = $1 AND expires_at > now()), "
+         "free AS (SELECT partition FROM " + s + ".leases "
+         "WHERE owner IS NULL OR expires_at IS NULL OR expires_at <= now() ORDER BY partition "
+         "LIMIT greatest(0, (SELECT n FROM share) - (SELECT count(*) FROM mine)) FOR UPDATE SKIP LOCKED), "
+         "taken AS (UPDATE " + s + ".leases l SET "
+         "epoch = CASE WHEN l.owner IS DISTINCT FROM $1 THEN l.epoch + 1 ELSE l.epoch END, "
+         "acquired_at = CASE WHEN l.owner IS DISTINCT FROM $1 THEN now() ELSE l.acquired_at END, "
+         "owner = $1, renewed_at = now(), expires_at = now() + " + ms("$2") + " "
+         "WHERE l.partition IN (SELECT partition FROM mine UNION ALL SELECT partition FROM free) "
+         "AND ((l.owner = $1 AND l.expires_at > now()) OR l.owner IS NULL OR l.expires_at IS NULL "
+         "OR l.expires_at <= now())" + kReturning + ") "
+         "SELECT t.*, coalesce(m.rank > (SELECT n FROM share), false) FROM taken t LEFT JOIN mine m USING (partition)";
+}
+
 }  // namespace
 
 LeaseStore::LeaseStore(Connection& connection, std::string schema)
@@ -52,6 +81,9 @@ LeaseStore::LeaseStore(Connection& connection, std::string schema)
   // Owner NULL: the next taker raises the epoch, even if it is us again.
   connection_.define(prefix_ + "release_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
                                               "WHERE owner = $1");
+  connection_.define(prefix_ + "balance", balance_sql(s));
+  connection_.define(prefix_ + "release", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
+                                          "WHERE owner = $1 AND partition = ANY($2::int[])");
 }
 
 core::Status LeaseStore::register_instance(std::string_view instance_id) {
@@ -73,9 +105,10 @@ core::Result<std::vector<Lease>> LeaseStore::leases(std::string_view statement, 
   if (!rows) return in_context(context, rows.error());
   std::vector<Lease> held;
   held.reserve(static_cast<std::size_t>(rows.value().size()));
+  const bool flagged = rows.value().columns() > 3;
   for (int r = 0; r < rows.value().size(); ++r) {
     held.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().int64(r, 1),
-                    std::chrono::milliseconds(rows.value().int64(r, 2))});
+                    std::chrono::milliseconds(rows.value().int64(r, 2)), flagged && rows.value().boolean(r, 3)});
   }
   std::sort(held.begin(), held.end(), [](const Lease& a, const Lease& b) { return a.partition < b.partition; });
   return held;
@@ -93,6 +126,17 @@ core::Result<std::vector<Lease>> LeaseStore::renew(std::string_view instance_id,
 core::Status LeaseStore::release_all(std::string_view instance_id) {
   auto done = connection_.exec_prepared(prefix_ + "release_all", {std::string(instance_id)});
   if (!done) return in_context("releasing leases", done.error());
+  return {};
+}
+
+core::Result<std::vector<Lease>> LeaseStore::balance(std::string_view instance_id, std::chrono::milliseconds ttl) {
+  return leases("balance", instance_id, ttl, "balancing leases");
+}
+
+core::Status LeaseStore::release(std::string_view instance_id, const std::vector<int>& partitions) {
+  if (partitions.empty()) return {};
+  auto done = connection_.exec_prepared(prefix_ + "release", {std::string(instance_id), int_array_literal(partitions)});
+  if (!done) return in_context("releasing leases over the share", done.error());
   return {};
 }
 

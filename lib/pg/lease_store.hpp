@@ -16,11 +16,13 @@ struct Lease {
   int partition = 0;
   std::int64_t epoch = 0;               // grows with every change of owner
   std::chrono::milliseconds expires_in{0};  // from the statement's start, database clock
+  bool over_share = false;  // held beyond this instance's fair share: drain it, then release()
 };
 
 // Plain statements in autocommit, no session state (advisory locks, temp
-// tables): works behind PgBouncer in transaction mode. This version lets
-// one instance take every partition; sharing among instances comes later.
+// tables): works behind PgBouncer in transaction mode. balance() shares the
+// partitions fairly among the live instances; row locks keep two instances
+// balancing at once from both taking a partition.
 class LeaseStore {
  public:
   LeaseStore(Connection& connection, std::string schema);
@@ -36,6 +38,16 @@ class LeaseStore {
   // result are lost. Also refreshes the instance heartbeat.
   core::Result<std::vector<Lease>> renew(std::string_view instance_id, std::chrono::milliseconds ttl);
   core::Status release_all(std::string_view instance_id);
+
+  // One statement: refreshes the heartbeat, forgets instances silent for
+  // kDeadAfterTtls lease times, and with share = ceil(partitions / live
+  // instances) renews the unexpired leases held and takes free or expired
+  // ones up to the share. Held leases beyond the share are renewed too but
+  // flagged over_share, so that the caller can drain them before release().
+  core::Result<std::vector<Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl);
+  core::Status release(std::string_view instance_id, const std::vector<int>& partitions);
+
+  static constexpr int kDeadAfterTtls = 10;
 
  private:
   core::Result<std::vector<Lease>> leases(std::string_view statement, std::string_view instance_id,

@@ -30,10 +30,13 @@ std::string ready(const std::string& t) {
          "AND " + not_blocked(t);
 }
 
-// The seam for lease fencing: a later change puts a predicate here (rows of
-// partitions this instance still holds at the epoch it claimed them under) so
-// that a stale lease holder cannot mark or fail rows another instance owns.
-constexpr const char* kFence = "";
+// Lease fencing: only rows of partitions this instance (parameter `owner`)
+// still holds unexpired change, so an instance that lost a partition, paused
+// past its lease say, cannot mark or fail rows its next owner handles.
+std::string fence(const std::string& leases, const char* column, const char* owner) {
+  return std::string(" AND ") + column + " IN (SELECT f.partition FROM " + leases + " f WHERE f.owner = " + owner +
+         " AND f.expires_at > now())";
+}
 
 }  // namespace
 
@@ -55,16 +58,17 @@ std::string claim_scheduled(const std::string& t) {
          " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
 }
 
-std::string mark_dispatched(const std::string& t) {
+std::string mark_dispatched(const std::string& t, const std::string& leases) {
   return "UPDATE " + t + " SET status = 'dispatched', dispatched_at = now(), next_attempt_at = NULL "
-         "WHERE id = ANY($1::bigint[]) AND status = 'pending'" + kFence;
+         "WHERE id = ANY($1::bigint[]) AND status = 'pending'" + fence(leases, "partition", "$2");
 }
 
-std::string delete_dispatched(const std::string& t) {
-  return "DELETE FROM " + t + " WHERE id = ANY($1::bigint[]) AND status = 'pending'" + kFence;
+std::string delete_dispatched(const std::string& t, const std::string& leases) {
+  return "DELETE FROM " + t + " WHERE id = ANY($1::bigint[]) AND status = 'pending'" +
+         fence(leases, "partition", "$2");
 }
 
-std::string record_failures(const std::string& t) {
+std::string record_failures(const std::string& t, const std::string& leases) {
   return "UPDATE " + t + " m SET "
          "status = CASE WHEN f.park THEN 'parked' ELSE m.status END, "
          "attempts = f.attempts, "
@@ -72,7 +76,7 @@ std::string record_failures(const std::string& t) {
          "last_error = f.error "
          "FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[], $5::boolean[]) "
          "AS f(id, attempts, retry_ms, error, park) "
-         "WHERE m.id = f.id AND m.status = 'pending'" + kFence;
+         "WHERE m.id = f.id AND m.status = 'pending'" + fence(leases, "m.partition", "$6");
 }
 
 // Only future events count: a due row held back by its session must not make

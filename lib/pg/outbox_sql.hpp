@@ -14,9 +14,9 @@ enum Column {
 
 std::string claim_immediate(const std::string& t);
 std::string claim_scheduled(const std::string& t);
-std::string mark_dispatched(const std::string& t);
-std::string delete_dispatched(const std::string& t);
-std::string record_failures(const std::string& t);
+std::string mark_dispatched(const std::string& t, const std::string& leases);
+std::string delete_dispatched(const std::string& t, const std::string& leases);
+std::string record_failures(const std::string& t, const std::string& leases);
 std::string time_to_next_due(const std::string& t);
 std::string purge(const std::string& t);
 std::string set_idle(const std::string& instances);

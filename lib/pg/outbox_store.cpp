@@ -23,6 +23,11 @@ core::Status status_of(const core::Result<Rows>& rows, const char* context) {
   return {};
 }
 
+core::Result<int> changed(const core::Result<Rows>& rows, const char* context) {
+  if (!rows) return in_context(context, rows.error());
+  return static_cast<int>(rows.value().affected());
+}
+
 using std::chrono::microseconds;
 using std::chrono::system_clock;
 
@@ -74,12 +79,13 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       table_(quote_ident(schema_) + ".messages"),
       channel_(schema_ + "_wakeup"),
       prefix_("outboxd." + schema_ + ".") {
+  const std::string leases = quote_ident(schema_) + ".leases";
   statements_ = {
       {prefix_ + "claim_immediate", sql::claim_immediate(table_)},
       {prefix_ + "claim_scheduled", sql::claim_scheduled(table_)},
-      {prefix_ + "mark_dispatched", sql::mark_dispatched(table_)},
-      {prefix_ + "delete_dispatched", sql::delete_dispatched(table_)},
-      {prefix_ + "record_failures", sql::record_failures(table_)},
+      {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
+      {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
+      {prefix_ + "record_failures", sql::record_failures(table_, leases)},
       {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
       {prefix_ + "purge", sql::purge(table_)},
       {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
@@ -133,14 +139,15 @@ core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& part
   return claim;
 }
 
-core::Status OutboxStore::mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode) {
-  if (ids.empty()) return {};
+core::Result<int> OutboxStore::mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
+                                               std::string_view owner) {
+  if (ids.empty()) return 0;
   const char* statement = mode == config::RetentionMode::keep ? "mark_dispatched" : "delete_dispatched";
-  return status_of(run(statement, {int_array_literal(ids)}), "marking rows dispatched");
+  return changed(run(statement, {int_array_literal(ids), std::string(owner)}), "marking rows dispatched");
 }
 
-core::Status OutboxStore::record_failures(const std::vector<FailureRecord>& failures) {
-  if (failures.empty()) return {};
+core::Result<int> OutboxStore::record_failures(const std::vector<FailureRecord>& failures, std::string_view owner) {
+  if (failures.empty()) return 0;
   std::vector<std::int64_t> ids;
   std::vector<int> attempts;
   std::vector<std::int64_t> retry_ms;
@@ -153,9 +160,9 @@ core::Status OutboxStore::record_failures(const std::vector<FailureRecord>& fail
     errors.push_back(bounded(failure.error));
     park.push_back(failure.park);
   }
-  return status_of(run("record_failures", {int_array_literal(ids), int_array_literal(attempts),
+  return changed(run("record_failures", {int_array_literal(ids), int_array_literal(attempts),
                                            int_array_literal(retry_ms), text_array_literal(errors),
-                                           bool_array_literal(park)}),
+                                           bool_array_literal(park), std::string(owner)}),
                    "recording failed deliveries");
 }
 

@@ -79,12 +79,13 @@ class OutboxStore {
   // Marking and failures are separate autocommit statements, not one
   // transaction: BEGIN/COMMIT would add two round trips to save one, and
   // both are idempotent, so repeating one after an unknown outcome
-  // (Connection::last_failure().outcome_unknown) is safe. Lease fencing
-  // (only rows of partitions still held at the current epoch) will be one
-  // more predicate in these statements: see kFence in outbox_sql.cpp.
-  core::Status mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode);
-  // Backoffs and parks, one statement for the whole batch.
-  core::Status record_failures(const std::vector<FailureRecord>& failures);
+  // (Connection::last_failure().outcome_unknown) is safe. Fenced: only rows
+  // of partitions `owner` still leases unexpired change; the others are left
+  // for their next owner (see fence() in outbox_sql.cpp). Returns the rows changed.
+  core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
+                                    std::string_view owner);
+  // Backoffs and parks, one statement for the whole batch; fenced the same way.
+  core::Result<int> record_failures(const std::vector<FailureRecord>& failures, std::string_view owner);
 
   // Time until the earliest scheduled row or backoff in these partitions falls
   // due (database clock, rounded up); nullopt when nothing is waiting.

@@ -32,7 +32,7 @@ Rate drain(OutboxStore& store, config::RetentionMode mode, int expected) {
     std::vector<core::RowId> ids;
     ids.reserve(claimed.value().rows.size());
     for (const auto& m : claimed.value().rows) ids.push_back(m.id);
-    REQUIRE(store.mark_dispatched(ids, mode).ok());
+    REQUIRE(store.mark_dispatched(ids, mode, kLeaseOwner).ok());
     done += static_cast<int>(ids.size());
   }
   const Seconds elapsed = std::chrono::steady_clock::now() - start;
@@ -48,6 +48,7 @@ TEST_CASE("claim and mark 100k rows at batch 500", "[pg][.bench]") {
   Connection connection = db.migrated();
   OutboxStore store(connection, "outbox");
   REQUIRE(store.prepare().ok());
+  lease_all(connection);
   for (const auto mode : {config::RetentionMode::keep, config::RetentionMode::delete_rows}) {
     must(connection,
          "INSERT INTO outbox.messages (message_id, destination, session_id, body, headers) "

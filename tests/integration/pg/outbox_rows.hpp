@@ -35,4 +35,11 @@ inline core::RowId insert(Connection& connection, const TestRow& row, const std:
 // Every partition of a database migrated with default_options() (8 partitions).
 inline std::vector<int> all_partitions() { return {0, 1, 2, 3, 4, 5, 6, 7}; }
 
+// Marks and failures are fenced by lease: tests act as this owner of every partition.
+constexpr const char* kLeaseOwner = "test-owner";
+inline void lease_all(Connection& connection, const std::string& schema = "outbox") {
+  must(connection, "UPDATE \"" + schema + "\".leases SET owner = '" + kLeaseOwner +
+                       "', expires_at = now() + interval '1 hour'");
+}
+
 }  // namespace outboxd::pg::testing

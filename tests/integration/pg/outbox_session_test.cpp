@@ -99,7 +99,7 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   const std::string purge = plan(connection, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
   INFO(purge);
   CHECK_THAT(purge, Catch::Contains("messages_finished_idx"));
-  const std::string mark = plan(connection, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}')");
+  const std::string mark = plan(connection, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
   INFO(mark);
   CHECK_THAT(mark, Catch::Contains("messages_pkey"));
 }

@@ -161,13 +161,14 @@ TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]"
   ScratchDatabase db;
   Connection connection = db.migrated();
   OutboxStore store(connection, "outbox");
+  lease_all(connection);
   const core::RowId a = insert(connection, {"a", "s"});
   const core::RowId b = insert(connection, {"b", "s"});
   const core::RowId parked = insert(connection, {"c", "t", "now()", "now()", "parked"});
   const core::RowId untouched = insert(connection, {"d", "u"});
 
   SECTION("retention keep") {
-    REQUIRE(store.mark_dispatched({a, b, parked}, config::RetentionMode::keep).ok());
+    REQUIRE(store.mark_dispatched({a, b, parked}, config::RetentionMode::keep, kLeaseOwner).ok());
     const Rows rows = must(connection, "SELECT message_id, status, dispatched_at IS NOT NULL, next_attempt_at IS NULL "
                                        "FROM outbox.messages ORDER BY id");
     CHECK(rows.text(0, 1) == "dispatched");
@@ -178,17 +179,18 @@ TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]"
     CHECK(rows.text(3, 1) == "pending");
   }
   SECTION("retention delete") {
-    REQUIRE(store.mark_dispatched({a, b}, config::RetentionMode::delete_rows).ok());
+    REQUIRE(store.mark_dispatched({a, b}, config::RetentionMode::delete_rows, kLeaseOwner).ok());
     CHECK(must(connection, "SELECT count(*) FROM outbox.messages").int64(0, 0) == 2);
   }
   CHECK(claim_ids(store) == Ids{untouched});
-  CHECK(store.mark_dispatched({}, config::RetentionMode::keep).ok());
+  CHECK(store.mark_dispatched({}, config::RetentionMode::keep, kLeaseOwner).ok());
 }
 
 TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   OutboxStore store(connection, "outbox");
+  lease_all(connection);
   const core::RowId retry = insert(connection, {"retry", "s1"});
   const core::RowId later_in_session = insert(connection, {"retry-next", "s1"});
   const core::RowId park = insert(connection, {"park", "s2"});
@@ -197,7 +199,8 @@ TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][s
   const std::string long_error = std::string(999, 'e') + "üü";  // byte 1000 is inside the first ü
 
   REQUIRE(store.record_failures({{retry, 3, milliseconds(60000), odd_error, false},
-                                 {park, 10, milliseconds(0), long_error, true}})
+                                 {park, 10, milliseconds(0), long_error, true}},
+                                kLeaseOwner)
               .ok());
   const Rows rows = must(connection,
       "SELECT status, attempts, round(extract(epoch FROM next_attempt_at - now()))::bigint, last_error, "
@@ -214,7 +217,26 @@ TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][s
   // Both sessions are blocked now; the third flows.
   CHECK(claim_ids(store) == Ids{other});
   (void)later_in_session;
-  CHECK(store.record_failures({}).ok());
+  CHECK(store.record_failures({}, kLeaseOwner).ok());
+}
+
+TEST_CASE("marks and failures leave rows of partitions not leased unexpired by the owner", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const core::RowId row = insert(connection, {"fenced", "s"});
+  // Expired, then another owner's: a paused instance must change nothing.
+  must(connection, "UPDATE outbox.leases SET owner = 'zombie', expires_at = now() - interval '1 second'");
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").value() == 0);
+  CHECK(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").value() == 0);
+  must(connection, "UPDATE outbox.leases SET owner = 'heir', expires_at = now() + interval '1 hour'");
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::delete_rows, "zombie").value() == 0);
+  const Rows rows = must(connection, "SELECT status, attempts FROM outbox.messages");
+  REQUIRE(rows.size() == 1);
+  CHECK(rows.text(0, 0) == "pending");
+  CHECK(rows.int64(0, 1) == 0);
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "heir").value() == 1);
+  CHECK(must(connection, "SELECT status FROM outbox.messages").text(0, 0) == "dispatched");
 }
 
 TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][store]") {
