@@ -9,6 +9,7 @@
 
 #include "config/loader.hpp"
 #include "pg/connection.hpp"
+#include "pg/lease_store.hpp"
 #include "pg/outbox_store.hpp"
 
 int main(int argc, char** argv) {
@@ -28,8 +29,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   pg::OutboxStore store(connection.value(), config.value().outbox.schema);
-  std::vector<int> partitions(static_cast<std::size_t>(config.value().outbox.partitions));
-  for (std::size_t p = 0; p < partitions.size(); ++p) partitions[p] = static_cast<int>(p);
+  // Marks are fenced by lease, as the daemon's are: hold every partition for the run.
+  const std::string owner = "claim_mark";
+  pg::LeaseStore leases(connection.value(), config.value().outbox.schema);
+  if (auto registered = leases.register_instance(owner); !registered) {
+    std::fprintf(stderr, "claim_mark: %s\n", registered.error().message.c_str());
+    return 1;
+  }
+  auto held = leases.acquire_all(owner, std::chrono::minutes(10));
+  if (!held) {
+    std::fprintf(stderr, "claim_mark: %s\n", held.error().message.c_str());
+    return 1;
+  }
+  std::vector<int> partitions;
+  for (const auto& lease : held.value()) partitions.push_back(lease.partition);
   const int batch = config.value().dispatch.batch_size;
   long rows = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -43,13 +56,15 @@ int main(int argc, char** argv) {
     std::vector<core::RowId> ids;
     ids.reserve(claimed.value().rows.size());
     for (const auto& row : claimed.value().rows) ids.push_back(row.id);
-    if (auto marked = store.mark_dispatched(ids, config.value().retention.mode); !marked) {
+    if (auto marked = store.mark_dispatched(ids, config.value().retention.mode, owner); !marked) {
       std::fprintf(stderr, "claim_mark: %s\n", marked.error().message.c_str());
       return 1;
     }
     rows += static_cast<long>(ids.size());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  [[maybe_unused]] auto released = leases.release_all(owner);
+  [[maybe_unused]] auto gone = leases.deregister(owner);
   std::printf("claim_mark rows=%ld seconds=%.3f rate=%.0f\n", rows, seconds, static_cast<double>(rows) / seconds);
   return 0;
 }
