@@ -34,8 +34,11 @@ std::string ready(const std::string& t) {
 // still holds unexpired change, so an instance that lost a partition, paused
 // past its lease say, cannot mark or fail rows its next owner handles.
 std::string fence(const std::string& leases, const char* column, const char* owner) {
-  return std::string(" AND ") + column + " IN (SELECT f.partition FROM " + leases + " f WHERE f.owner = " + owner +
-         " AND f.expires_at > now())";
+  // ARRAY(...) is an InitPlan, evaluated once per statement. Written as a
+  // semi-join the planner put the leases outside and repeated the id = ANY
+  // index scan once per held partition (64 times for one instance).
+  return std::string(" AND ") + column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE f.owner = " +
+         owner + " AND f.expires_at > now()))";
 }
 
 }  // namespace
