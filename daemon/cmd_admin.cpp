@@ -14,17 +14,6 @@ namespace outboxd::daemon {
 
 namespace {
 
-// Opens the database for a one-shot command; prints why not on failure.
-std::optional<pg::Connection> connect(const config::Config& config, const char* command) {
-  auto connection = pg::Connection::open(config.database, std::string("outboxd ") + command);
-  if (!connection) {
-    std::cerr << command << ": cannot connect to " << config::redact(config.database.url) << ": "
-              << connection.error().message << '\n';
-    return std::nullopt;
-  }
-  return std::move(connection).value();
-}
-
 nlohmann::json to_json(const pg::DestinationStatus& s) {
   nlohmann::json j{{"pending", s.pending}, {"due", s.due},       {"scheduled", s.scheduled},
                    {"retrying", s.retrying}, {"parked", s.parked}, {"oldest_pending_age_ms", nullptr}};
@@ -49,7 +38,7 @@ int act_on_parked(const std::string& path, const AdminTarget& target, const char
   }
   const auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
-  auto connection = connect(*config, command);
+  auto connection = connect_for_command(*config, command);
   if (!connection) return kExitFailure;
   pg::OutboxStore store(*connection, config->outbox.schema);
   int changed = 0;
@@ -76,7 +65,7 @@ int act_on_parked(const std::string& path, const AdminTarget& target, const char
 int cmd_status(const std::string& path, bool json) {
   const auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
-  auto connection = connect(*config, "status");
+  auto connection = connect_for_command(*config, "status");
   if (!connection) return kExitFailure;
   pg::OutboxStore store(*connection, config->outbox.schema);
   auto report = store.status();

@@ -20,6 +20,16 @@ std::optional<config::Config> load_config_or_report(const std::string& path) {
   return std::move(loaded).value();
 }
 
+std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command) {
+  auto connection = pg::Connection::open(config.database, std::string("outboxd ") + command);
+  if (!connection) {
+    std::cerr << command << ": cannot connect to " << config::redact(config.database.url) << ": "
+              << connection.error().message << '\n';
+    return std::nullopt;
+  }
+  return std::move(connection).value();
+}
+
 bool init_logging(const config::Config& config) {
   const auto format = config.log.format == config::LogFormat::json ? log::Format::json : log::Format::human;
   if (auto ready = log::init(config.log.level, format); !ready) {

@@ -12,18 +12,14 @@ namespace outboxd::daemon {
 int cmd_migrate(const std::string& path, bool dry_run) {
   const auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
-  auto connection = pg::Connection::open(config->database, "outboxd migrate");
-  if (!connection) {
-    std::cerr << "migrate: cannot connect to " << config::redact(config->database.url) << ": "
-              << connection.error().message << '\n';
-    return kExitFailure;
-  }
+  auto connection = connect_for_command(*config, "migrate");
+  if (!connection) return kExitFailure;
   pg::MigrateOptions options;
   options.schema = config->outbox.schema;
   options.workflow_schema = config->outbox.workflow_schema;
   options.partitions = config->outbox.partitions;
   options.dry_run = dry_run;
-  auto report = pg::migrate(connection.value(), options);
+  auto report = pg::migrate(*connection, options);
   if (!report) {
     std::cerr << "migrate: " << report.error().message << '\n';
     return kExitFailure;

@@ -5,11 +5,15 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "pg/connection.hpp"
 
 namespace outboxd::daemon {
 
 // The config, or nullopt after printing every diagnostic to stderr.
 std::optional<config::Config> load_config_or_report(const std::string& path);
+
+// A database session for a one-shot command, or nullopt after printing why not.
+std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command);
 
 // Logging set up from the config; false (after printing why) on a bad level.
 bool init_logging(const config::Config& config);
