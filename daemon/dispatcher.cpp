@@ -149,6 +149,7 @@ void Dispatcher::apply_outcomes() {
     }
     broker_up_ = event.up;
   }
+  std::size_t not_sent = 0;
   for (const auto& outcome : batch.outcomes) {
     planner_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
     switch (outcome.outcome) {
@@ -156,7 +157,14 @@ void Dispatcher::apply_outcomes() {
       case core::DeliveryOutcome::rejected: metrics_.rejected.inc(); break;
       case core::DeliveryOutcome::released: metrics_.released.inc(); break;
       case core::DeliveryOutcome::unknown: metrics_.unknown.inc(); break;
+      case core::DeliveryOutcome::not_sent: ++not_sent; break;
     }
+  }
+  if (not_sent > 0) {
+    metrics_.not_sent.inc(not_sent);
+    spdlog::warn("{} row{} not sent: the lease fencing deadline passed before the AMQP thread could send {} "
+                 "(was the process stalled?); they go out again once the lease is confirmed",
+                 not_sent, not_sent == 1 ? "" : "s", not_sent == 1 ? "it" : "them");
   }
   if (!batch.outcomes.empty() && !writes_since_ && !planner_.pending_writes().empty()) {
     writes_since_ = clock_.now();
@@ -322,7 +330,7 @@ void Dispatcher::publish_ready() {
   batch.reserve(ids.size());
   for (const auto id : ids) batch.push_back(rows_.at(id));
   metrics_.published.inc(batch.size());
-  publisher_.publish(std::move(batch));
+  publisher_.publish(std::move(batch), leases_.valid_until());
 }
 
 void Dispatcher::update_health() {

@@ -13,6 +13,7 @@ struct DispatcherMetrics {
         rejected(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "rejected"}})),
         released(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "released"}})),
         unknown(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "unknown"}})),
+        not_sent(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "not_sent"}})),
         dispatched(r.counter("outboxd_rows_dispatched_total", "Rows marked dispatched in the database")),
         retried(r.counter("outboxd_rows_retried_total", "Rejected rows scheduled for another attempt")),
         parked(r.counter("outboxd_rows_parked_total", "Rows parked after max_attempts")),
@@ -30,6 +31,7 @@ struct DispatcherMetrics {
   metrics::Counter& rejected;
   metrics::Counter& released;
   metrics::Counter& unknown;
+  metrics::Counter& not_sent;  // held back by the lease fence
   metrics::Counter& dispatched;
   metrics::Counter& retried;
   metrics::Counter& parked;

@@ -77,10 +77,9 @@ bool ConnectionHandler::is_current(const proton::connection& connection) const {
   return connection_ && connection == connection_;
 }
 
-void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch) {
-  const auto at = now();
+void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch, SteadyTime send_before) {
   for (auto& row : batch) {
-    guarded("publish", [&] { accept_one(row, at); });
+    guarded("publish", [&] { accept_one(row, send_before); });
   }
   guarded("publish", [this] {
     arm_timer();
@@ -88,7 +87,7 @@ void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch) {
   });
 }
 
-void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime at) {
+void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_before) {
   auto answer = [&](DeliveryOutcome outcome, std::string reason) {
     sink_.on_outcome({row.id, outcome, std::move(reason)});
   };
@@ -99,8 +98,9 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime at) {
   if (state_ != State::connecting && state_ != State::up) {
     return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);
   }
-  links_.enqueue(connection_, row.destination, target_for(row.destination, broker_.profile), row.id,
-                 std::move(message).value(), at);
+  // The clock is read per row: the thread may have stalled anywhere in the batch.
+  links_.enqueue(connection_, row.destination, target_for(row.destination, broker_.profile),
+                 {row.id, std::move(message).value(), now(), send_before});
 }
 
 void ConnectionHandler::connection_lost(const std::string& reason, bool close_it) {

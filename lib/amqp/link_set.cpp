@@ -48,20 +48,21 @@ LinkSet::Link& LinkSet::open_link(proton::connection& connection, const std::str
 }
 
 void LinkSet::enqueue(proton::connection& connection, const std::string& destination, const Target& target,
-                      core::RowId id, proton::message message, SteadyTime now) {
+                      Pending pending) {
+  const SteadyTime now = pending.queued_at;
   auto found = links_.find(destination);
   Link* link = found != links_.end() ? &found->second : nullptr;
   if (!link) {
     try {
       link = &open_link(connection, destination, target, now);
     } catch (const std::exception& e) {
-      report(id, DeliveryOutcome::unknown, "cannot open a link to " + target.address + ": " + e.what());
+      report(pending.id, DeliveryOutcome::unknown, "cannot open a link to " + target.address + ": " + e.what());
       throw;  // the connection is in doubt: the caller replaces it
     }
   }
   // From here on the row is answered by whoever empties the queue or the
   // in-flight map: an outcome, a closed link, or fail_all().
-  link->queue.push_back({id, std::move(message), now});
+  link->queue.push_back(std::move(pending));
   pump(*link, now);
 }
 
@@ -77,6 +78,12 @@ void LinkSet::on_sendable(const proton::sender& sender, SteadyTime now) {
 void LinkSet::pump(Link& link, SteadyTime now) {
   while (!link.queue.empty() && link.sender.credit() > 0) {
     const Pending& next = link.queue.front();
+    if (now >= next.send_before) {
+      report(next.id, DeliveryOutcome::not_sent, "its fencing deadline passed (the partition lease may have "
+                                                 "expired while it waited)");
+      link.queue.pop_front();
+      continue;
+    }
     const std::uint64_t tag = ++last_tag_;
     link.sender.send(next.message, make_tag(tag));
     in_flight_.emplace(tag, InFlight{next.id, link.name, now});

@@ -18,6 +18,11 @@ namespace outboxd::amqp {
 
 using Batch = std::vector<core::OutboxMessage>;
 
+struct FencedBatch {
+  Batch rows;
+  core::SteadyTime send_before;
+};
+
 class Publisher::Impl {
  public:
   Impl(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink)
@@ -26,7 +31,7 @@ class Publisher::Impl {
   }
 
   core::Status start();
-  void publish(Batch batch);
+  void publish(Batch batch, core::SteadyTime send_before);
   void stop();
   bool connected() const { return connected_; }
   bool plain_over_cleartext() const { return settings_ && settings_->plain_over_cleartext; }
@@ -50,7 +55,7 @@ class Publisher::Impl {
   // Hand-over between callers and the container thread.
   std::mutex mutex_;
   std::condition_variable restart_wait_;
-  std::vector<Batch> inbox_;
+  std::vector<FencedBatch> inbox_;
   proton::work_queue* work_queue_ = nullptr;  // set while a container runs
   bool accepting_ = false;
   bool stop_requested_ = false;
@@ -74,13 +79,13 @@ core::Status Publisher::Impl::start() {
   return {};
 }
 
-void Publisher::Impl::publish(Batch batch) {
+void Publisher::Impl::publish(Batch batch, core::SteadyTime send_before) {
   if (batch.empty()) return;
   std::string reason;
   {
     std::lock_guard lock(mutex_);
     if (accepting_) {
-      inbox_.push_back(std::move(batch));
+      inbox_.push_back({std::move(batch), send_before});
       // One wake-up per burst: the drain takes everything queued by then.
       if (!wake_pending_ && work_queue_) {
         wake_pending_ = work_queue_->add([this] { drain_inbox(); });
@@ -93,13 +98,13 @@ void Publisher::Impl::publish(Batch batch) {
 }
 
 void Publisher::Impl::drain_inbox() {
-  std::vector<Batch> batches;
+  std::vector<FencedBatch> batches;
   {
     std::lock_guard lock(mutex_);
     batches.swap(inbox_);
     wake_pending_ = false;
   }
-  for (auto& batch : batches) handler_->accept_batch(std::move(batch));
+  for (auto& batch : batches) handler_->accept_batch(std::move(batch.rows), batch.send_before);
 }
 
 void Publisher::Impl::stop() {
@@ -168,13 +173,13 @@ void Publisher::Impl::answer_unknown(Batch& batch, const std::string& reason) {
 }
 
 void Publisher::Impl::answer_leftovers(const std::string& reason) {
-  std::vector<Batch> leftovers;
+  std::vector<FencedBatch> leftovers;
   {
     std::lock_guard lock(mutex_);
     accepting_ = false;
     leftovers.swap(inbox_);
   }
-  for (auto& batch : leftovers) answer_unknown(batch, reason);
+  for (auto& batch : leftovers) answer_unknown(batch.rows, reason);
 }
 
 Publisher::Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink)
@@ -183,7 +188,9 @@ Publisher::Publisher(const config::BrokerConfig& broker, std::string container_i
 Publisher::~Publisher() { impl_->stop(); }
 
 core::Status Publisher::start() { return impl_->start(); }
-void Publisher::publish(std::vector<core::OutboxMessage> batch) { impl_->publish(std::move(batch)); }
+void Publisher::publish(std::vector<core::OutboxMessage> batch, core::SteadyTime send_before) {
+  impl_->publish(std::move(batch), send_before);
+}
 void Publisher::stop() { impl_->stop(); }
 bool Publisher::connected() const { return impl_->connected(); }
 bool Publisher::plain_over_cleartext() const { return impl_->plain_over_cleartext(); }

@@ -7,6 +7,7 @@
 
 #include "amqp/outcome.hpp"
 #include "config/config.hpp"
+#include "core/clock.hpp"
 #include "core/outbox_message.hpp"
 #include "core/result.hpp"
 
@@ -29,6 +30,8 @@ namespace outboxd::amqp {
 //             within outcome_timeout, before the outcome; or the row waited
 //             that long for credit; or the publisher is not connected or is
 //             stopping. Publish it again.
+//   not_sent  its send_before had passed when it was about to be sent; it
+//             was not sent.
 // Once a row was reported unknown, nothing else is reported for it.
 class Publisher {
  public:
@@ -44,7 +47,13 @@ class Publisher {
   // Thread-safe and non-blocking: hands the batch to the container thread.
   // Rows published before start() or after stop() are answered `unknown` at
   // once, on the calling thread.
-  void publish(std::vector<core::OutboxMessage> batch);
+  //
+  // `send_before` is a fencing deadline on the steady clock: a row is handed
+  // to Proton only while the container thread reads the clock before it, so a
+  // process that stalled (SIGSTOP, swapping) between deciding to publish and
+  // sending does not send on a lease that may have expired meanwhile. What
+  // remains is the moment between that check and the socket write.
+  void publish(std::vector<core::OutboxMessage> batch, core::SteadyTime send_before = core::SteadyTime::max());
 
   // Closes the connection, answers every row without an outcome `unknown`,
   // and joins the thread. Idempotent. Must not be called from an OutcomeSink

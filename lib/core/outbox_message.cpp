@@ -9,6 +9,7 @@ const char* to_string(DeliveryOutcome outcome) {
     case DeliveryOutcome::rejected: return "rejected";
     case DeliveryOutcome::released: return "released";
     case DeliveryOutcome::unknown: return "unknown";
+    case DeliveryOutcome::not_sent: return "not_sent";
   }
   return "unknown";
 }

@@ -38,6 +38,7 @@ enum class DeliveryOutcome {
   rejected,  // the broker refused the message, or it could not be encoded
   released,  // released or modified: the broker did not process it; try again
   unknown,   // connection lost before an outcome arrived: publish again
+  not_sent,  // held back because its fencing deadline passed: the lease may be gone
 };
 
 const char* to_string(DeliveryOutcome outcome);

@@ -78,6 +78,7 @@ class Planner {
     std::uint64_t rejected = 0;
     std::uint64_t released = 0;
     std::uint64_t unknown = 0;
+    std::uint64_t not_sent = 0;
     std::uint64_t parked = 0;
     std::uint64_t stale = 0;  // outcomes for ids not in flight: ignored
   };

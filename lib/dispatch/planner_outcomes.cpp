@@ -55,6 +55,15 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
       ++counters_.unknown;
       on_not_settled(it, outcome, reason, now);
       break;
+    case core::DeliveryOutcome::not_sent:
+      // Our own fence held it back, not the broker: never an attempt.
+      ++counters_.not_sent;
+      if (orphaned(row)) {
+        forget(it);
+      } else {
+        requeue(it, now + policy_.release_retry, now);
+      }
+      break;
   }
   if (session != nullptr) {
     schedule(*session, now);

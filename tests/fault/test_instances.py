@@ -3,6 +3,7 @@
 import collections
 import os
 import random
+import re
 import signal
 import threading
 import time
@@ -46,6 +47,11 @@ def first_arrival_violations(arrivals):
             violations += 1
         last[group] = seq
     return violations
+
+
+def held_back(log):
+    """Rows the daemon's AMQP thread did not send because the lease fence had passed."""
+    return sum(int(m.group(1)) for m in re.finditer(r"(\d+) rows? not sent: the lease fencing deadline", log))
 
 
 def audit_leases(database):
@@ -135,7 +141,11 @@ def test_kill_9_of_one_of_three_instances_again_and_again(workdir, database, rab
 
 def test_sigstop_past_the_lease_then_sigcont_publishes_and_marks_nothing_it_lost(workdir, database):
     sessions = 100
-    peer_a, peer_b = Peer(workdir), Peer(workdir)
+    # a's broker stops granting credit just before the pause and grants it again during
+    # the pause, so a resumes with deliveries queued in its AMQP client and credit to send
+    # them: exactly what its fencing deadline must hold back.
+    control = f"{workdir}/peer-a.control"
+    peer_a, peer_b = Peer(workdir, "--credit", "20", "--control", control), Peer(workdir)
     run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer_a))
     audit_leases(database)
     a = Daemon(write_config(f"{workdir}/a.yaml", database, peer_a, dispatch={"in_flight": WINDOW},
@@ -159,10 +169,15 @@ def test_sigstop_past_the_lease_then_sigcont_publishes_and_marks_nothing_it_lost
         wait_until(lambda: set(owners(database)) == {"pause-a", "pause-b"}, timeout=30, what="both hold leases")
         thread.start()
         time.sleep(2)
+        with open(control, "w") as f:
+            f.write("withhold")
+        time.sleep(1)
         stopped_at = time.time()
         a.signal(signal.SIGSTOP)
         wait_until(lambda: owners(database) == {"pause-b": 64}, timeout=TTL_S + 5, what="b took every partition")
         taken_at = time.time()
+        with open(control, "w") as f:
+            f.write("grant")
         time.sleep(1)
         resumed_at = time.time()
         a.signal(signal.SIGCONT)
@@ -196,10 +211,11 @@ def test_sigstop_past_the_lease_then_sigcont_publishes_and_marks_nothing_it_lost
         (d["group"], int(d["body"])) for d in sorted(by_a + by_b, key=lambda d: d["t"]) if d["outcome"] == "accepted")
     print(f"instances sigstop: pauses=1 paused_s={resumed_at - stopped_at:.1f} rows={written[0]} lost={len(lost)} "
           f"order_violations={violations} duplicates={sum(delivered.values()) - len(delivered)} "
-          f"published_without_lease={len(late)} marked_after_loss={len(marked_not_by_b)} "
+          f"published_without_lease={len(late)} held_back={held_back(a.log())} marked_after_loss={len(marked_not_by_b)} "
           f"regained_after_s={regained_at - resumed_at:.1f}")
     assert not lost
     assert not late, f"a published {len(late)} rows after resuming without leases, e.g. {late[:3]}"
+    assert "not sent: the lease fencing deadline passed" in a.log(), "a had nothing queued to hold back"
     assert not marked_not_by_b, f"rows marked while a held no lease, not published by b: {marked_not_by_b[:5]}"
     assert violations == 0
     assert not overlaps, f"partitions taken before the old lease expired: {overlaps[:5]}"

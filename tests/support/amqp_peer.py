@@ -7,8 +7,14 @@ modify the first deliveries of chosen message ids, force-close the connection
 after N deliveries, or accept. Every delivery and its outcome is appended to a
 JSON-lines log so a test can check exactly what happened.
 
+Credit: --credit N per link, one more for each delivery settled. With
+--control FILE the peer reads FILE every 20 ms: "withhold" stops topping the
+credit up, "grant" gives back what was withheld, so a test can make the client
+queue deliveries and later let them go at a moment of its choosing.
+
 usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--release ID[:N]]
                     [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
+                    [--credit N] [--control FILE]
 """
 
 import argparse
@@ -42,14 +48,34 @@ class Peer(MessagingHandler):
         self.deliveries = 0
         self.log = open(args.log, "a", buffering=1)
         self.acceptor = None
+        self.withholding = False
+        self.owed = {}  # receiver link -> credit withheld from it
 
     def on_start(self, event):
         self.acceptor = event.container.listen(f"127.0.0.1:{self.args.port}")
+        if self.args.control:
+            event.container.schedule(0.02, self)
+
+    def on_timer_task(self, event):
+        try:
+            with open(self.args.control) as f:
+                command = f.read().strip()
+        except OSError:
+            command = ""
+        if command == "withhold":
+            self.withholding = True
+        elif command == "grant" and self.withholding:
+            self.withholding = False
+            for link, credit in self.owed.items():
+                if credit and link.state & link.LOCAL_ACTIVE:
+                    link.flow(credit)
+            self.owed.clear()
+        event.container.schedule(0.02, self)
 
     def on_link_opening(self, event):
         if event.link.is_receiver:
             event.link.target.copy(event.link.remote_target)
-            event.link.flow(1000)
+            event.link.flow(self.args.credit)
 
     def on_message(self, event):
         message, delivery = event.message, event.delivery
@@ -85,7 +111,10 @@ class Peer(MessagingHandler):
         else:
             delivery.update(Delivery.MODIFIED)
         delivery.settle()
-        event.link.flow(1)
+        if self.withholding:
+            self.owed[event.link] = self.owed.get(event.link, 0) + 1
+        else:
+            event.link.flow(1)
 
     @staticmethod
     def take(counts, key):
@@ -106,6 +135,8 @@ def main():
     parser.add_argument("--reject-all-of-session")
     parser.add_argument("--close-after", type=int, default=0)
     parser.add_argument("--close-times", type=int, default=-1)
+    parser.add_argument("--credit", type=int, default=1000)
+    parser.add_argument("--control")
     args = parser.parse_args()
     Container(Peer(args)).run()
 

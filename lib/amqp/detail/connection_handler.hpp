@@ -47,7 +47,8 @@ class ConnectionHandler final : public proton::messaging_handler {
                     OutcomeSink& sink, std::atomic<bool>& connected);
 
   // Work handed in from other threads (through the container's work queue).
-  void accept_batch(std::vector<core::OutboxMessage> batch);
+  // Rows are sent only while the clock reads before `send_before`.
+  void accept_batch(std::vector<core::OutboxMessage> batch, core::SteadyTime send_before);
   void begin_shutdown();
   // After container::run() returned: answer whatever is left, drop Proton objects.
   void after_run(const std::string& reason);
@@ -83,7 +84,7 @@ class ConnectionHandler final : public proton::messaging_handler {
   // Runs `step` and turns any exception into a failed connection.
   void guarded(const char* where, const std::function<void()>& step);
   void connect();
-  void accept_one(core::OutboxMessage& row, SteadyTime at);
+  void accept_one(core::OutboxMessage& row, SteadyTime send_before);
   bool is_current(const proton::connection& connection) const;
   // Ends the current connection (closing it with `reason` if it is still
   // open), answers every message it held with `unknown`, then reconnects

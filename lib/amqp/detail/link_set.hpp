@@ -33,12 +33,20 @@ class LinkSet {
   using SteadyTime = core::SteadyTime;
   using Duration = core::Duration;
 
+  // A message waiting for its link's credit.
+  struct Pending {
+    core::RowId id;
+    proton::message message;
+    SteadyTime queued_at;
+    SteadyTime send_before;  // fencing deadline: past it, the row is answered unknown, not sent
+  };
+
   explicit LinkSet(OutcomeSink& sink) : sink_(sink) {}
 
   // Queues a message for `destination`, opening its link on `connection` when
-  // there is none, and sends what the link's credit allows.
+  // there is none, and sends what the link's credit allows (`queued_at` is now).
   void enqueue(proton::connection& connection, const std::string& destination, const Target& target,
-               core::RowId id, proton::message message, SteadyTime now);
+               Pending pending);
 
   // The peer granted credit on `sender`.
   void on_sendable(const proton::sender& sender, SteadyTime now);
@@ -74,11 +82,6 @@ class LinkSet {
   std::size_t links() const { return links_.size(); }
 
  private:
-  struct Pending {
-    core::RowId id;
-    proton::message message;
-    SteadyTime queued_at;
-  };
   struct Link {
     std::string name;
     std::string address;

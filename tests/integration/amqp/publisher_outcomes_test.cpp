@@ -260,3 +260,44 @@ TEST_CASE("a row that cannot be encoded is rejected without being sent", "[amqp]
   CHECK(outcomes.at(3).front().outcome == DeliveryOutcome::accepted);
   CHECK(peer.received_count() == 1);
 }
+
+TEST_CASE("a row whose fencing deadline has passed is answered not_sent and never sent", "[amqp][peer][fence]") {
+  AmqpPeer peer;
+  RecordingSink sink;
+  Publisher publisher(peer_broker(peer.url()), "outboxd-test", sink);
+  REQUIRE(publisher.start().ok());
+  REQUIRE(wait_until([&] { return publisher.connected(); }));
+  publisher.publish(rows(1, 5), std::chrono::steady_clock::now());
+
+  REQUIRE(sink.wait_for_outcomes(5));
+  for (const auto& outcome : sink.outcomes()) {
+    CHECK(outcome.outcome == DeliveryOutcome::not_sent);
+    CHECK(outcome.reason.find("fencing deadline passed") != std::string::npos);
+  }
+  publisher.publish(rows(6, 8), std::chrono::steady_clock::now() + 1h);
+  REQUIRE(sink.wait_for_outcomes(8));
+  CHECK(peer.received_count() == 3);
+}
+
+TEST_CASE("rows waiting for credit past their fencing deadline are not sent when credit comes",
+          "[amqp][peer][fence]") {
+  AmqpPeer peer;
+  peer.set_manual_credit(2);
+  RecordingSink sink;
+  Publisher publisher(peer_broker(peer.url()), "outboxd-test", sink);
+  REQUIRE(publisher.start().ok());
+  publisher.publish(rows(1, 6), std::chrono::steady_clock::now() + 300ms);
+  REQUIRE(sink.wait_for_outcomes(2));
+  std::this_thread::sleep_for(400ms);  // past the deadline, still without credit
+  CHECK(sink.outcome_count() == 2);
+
+  peer.grant_credit(10);
+  REQUIRE(sink.wait_for_outcomes(6));
+  const auto outcomes = sink.by_id();
+  for (outboxd::core::RowId id = 3; id <= 6; ++id) {
+    INFO("row " << id);
+    CHECK(outcomes.at(id).front().outcome == DeliveryOutcome::not_sent);
+  }
+  std::this_thread::sleep_for(100ms);
+  CHECK(peer.received_count() == 2);
+}

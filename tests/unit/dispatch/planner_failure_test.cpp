@@ -224,6 +224,30 @@ TEST_CASE("Every releases_per_attempt-th consecutive release counts as an attemp
   check_failure(f.failures()[0], 1, 2, 200ms, "outcome unknown 6 times in a row", false);
 }
 
+TEST_CASE("Rows the fence held back never count as attempts and wait for their lease", "[dispatch][planner][fence]") {
+  PlannerFixture f;  // releases_per_attempt 3
+  const auto t0 = f.clock.now();
+  f.add({row(1, "A", 0, 1), row(2, "A", 0, 1), row(3, "B", 0, 2)});
+  for (int round = 0; round < 5; ++round) {
+    REQUIRE(f.take() == Ids{1, 3});
+    f.planner.on_outcome(1, outboxd::core::DeliveryOutcome::not_sent, "fence");
+    f.planner.on_outcome(3, outboxd::core::DeliveryOutcome::not_sent, "fence");
+    CHECK(f.planner.next_wakeup() == f.clock.now() + 50ms);
+    f.clock.advance(50ms);
+  }
+  CHECK(f.failures().empty());  // five in a row: never an attempt
+  CHECK(f.planner.counters().not_sent == 10);
+  CHECK(f.clock.now() == t0 + 250ms);
+
+  // Partition 2 was lost meanwhile: its row in flight is forgotten on the outcome, not retried.
+  REQUIRE(f.take() == Ids{1, 3});
+  f.planner.drop_partition(2);
+  f.planner.on_outcome(3, outboxd::core::DeliveryOutcome::not_sent, "fence");
+  CHECK(f.planner.take_forgotten() == Ids{3});
+  f.accept(1);
+  CHECK(f.take() == Ids{2});
+}
+
 TEST_CASE("A rejection ends a streak of releases", "[dispatch][planner][release]") {
   PlannerFixture f;
   f.add({row(1, "A")});
