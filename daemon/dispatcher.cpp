@@ -316,10 +316,8 @@ void Dispatcher::claim_rows() {
   // committed late with a lower id is found then.
   cursor_ = 0;
   backlog_ = false;
-  auto next = db_.store().time_to_next_due(leases_.partitions());
-  if (!next) return fail_database(next.error());
   next_due_.reset();
-  if (next.value()) next_due_ = clock_.now() + *next.value();
+  if (result.next_due) next_due_ = clock_.now() + *result.next_due;
 }
 
 void Dispatcher::publish_ready() {

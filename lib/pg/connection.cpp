@@ -269,6 +269,81 @@ core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params
   }
 }
 
+core::Result<std::vector<Rows>> Connection::exec_prepared_pipeline(const std::vector<PreparedCall>& calls) {
+  if (not_connected()) return state_->last_failure.to_error();
+  std::vector<Entry*> entries;
+  entries.reserve(calls.size());
+  for (const auto& call : calls) {
+    auto it = state_->statements.find(call.name);
+    if (it == state_->statements.end()) {
+      state_->last_failure = make_failure("", "no statement named " + std::string(call.name), false, false);
+      return state_->last_failure.to_error();
+    }
+    entries.push_back(&*it);
+  }
+  for (int attempt = 0;; ++attempt) {
+    for (Entry* entry : entries) {
+      if (entry->second.prepared) continue;
+      if (auto prepared = prepare_now(*entry); !prepared) return prepared.error();
+    }
+    auto results = run_pipeline(entries, calls);
+    // 26000: the server forgot a statement (see exec_prepared); prepare them all again once.
+    if (attempt == 0 && !results && state_->last_failure.sqlstate == "26000") {
+      for (Entry* entry : entries) entry->second.prepared = false;
+      continue;
+    }
+    return results;
+  }
+}
+
+core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry*>& entries,
+                                                         const std::vector<PreparedCall>& calls) {
+  PGconn* conn = state_->conn;
+  const bool may_commit = autocommit();
+  auto broken = [&](const char* doing) {
+    state_->last_failure = make_failure("", std::string(doing) + ": " + one_line(PQerrorMessage(conn)),
+                                        PQstatus(conn) == CONNECTION_BAD, may_commit);
+    return state_->last_failure.to_error();
+  };
+  if (PQenterPipelineMode(conn) != 1) return broken("entering pipeline mode");
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const auto values = values_of(calls[i].params);
+    if (PQsendQueryPrepared(conn, entries[i]->first.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
+                            nullptr, 0) != 1) {
+      return broken("sending a pipelined statement");
+    }
+  }
+  if (PQpipelineSync(conn) != 1) return broken("sending a pipeline sync");
+  std::vector<Rows> rows;
+  rows.reserve(calls.size());
+  std::optional<core::Error> first_error;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    PGresult* result = PQgetResult(conn);
+    if (result == nullptr) return broken("reading a pipelined result");
+    // Each statement's results end with a null; statements after a failed
+    // one come back PIPELINE_ABORTED and are dropped with it.
+    while (PGresult* extra = PQgetResult(conn)) PQclear(extra);
+    if (first_error) {
+      PQclear(result);
+      continue;
+    }
+    auto concluded = conclude(result, may_commit, entries[i]->second.sql);
+    if (concluded) {
+      rows.push_back(std::move(concluded).value());
+    } else {
+      first_error = concluded.error();
+    }
+  }
+  const Failure failure = state_->last_failure;
+  PGresult* sync = PQgetResult(conn);
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn) != 1) return broken("ending a pipeline");
+  state_->last_failure = failure;
+  if (first_error) return *first_error;
+  return rows;
+}
+
 core::Status Connection::listen(std::string channel) {
   const std::string statement = "LISTEN " + quote_ident(channel);
   bool known = false;

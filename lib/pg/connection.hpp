@@ -72,6 +72,16 @@ class Connection {
   core::Status prepare(std::string name, std::string sql);
   core::Result<Rows> exec_prepared(std::string_view name, const Params& params);
 
+  struct PreparedCall {
+    std::string_view name;
+    Params params;
+  };
+  // Sends every call at once and reads the results in one round trip
+  // (libpq pipeline mode with a single sync): they run in one implicit
+  // transaction, so all take effect or none, and now() is the same in all.
+  // Returns the rows of each call in order, or the first error.
+  core::Result<std::vector<Rows>> exec_prepared_pipeline(const std::vector<PreparedCall>& calls);
+
   // LISTEN on `channel` (quoted, case kept) now and after every reset().
   core::Status listen(std::string channel);
   // The socket to poll for readability; -1 when not connected.
@@ -90,6 +100,9 @@ class Connection {
   bool not_connected();  // records the failure when true
   bool autocommit() const;
   core::Status prepare_now(std::pair<const std::string, Statement>& entry);
+  using Entry = std::pair<const std::string, Statement>;
+  core::Result<std::vector<Rows>> run_pipeline(const std::vector<Entry*>& entries,
+                                               const std::vector<PreparedCall>& calls);
   core::Result<Rows> conclude(void* result, bool commit_in_flight, std::string_view sql);
 
   std::unique_ptr<State> state_;

@@ -14,6 +14,13 @@ namespace sql = outbox_sql;
 
 constexpr std::size_t kMaxErrorBytes = 1000;
 
+// The single bigint of time_to_next_due: milliseconds, or NULL for nothing waiting.
+std::optional<std::chrono::milliseconds> wait_of(const Rows& rows) {
+  const auto ms = rows.optional_int64(0, 0);
+  if (!ms) return std::nullopt;
+  return std::chrono::milliseconds(std::max<std::int64_t>(0, *ms));
+}
+
 core::Error in_context(const char* context, const core::Error& error) {
   return {error.kind, std::string(context) + ": " + error.message};
 }
@@ -107,20 +114,25 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params)
 core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& partitions, int limit,
                                                    core::RowId after_id) {
   if (partitions.empty() || limit <= 0) return Claim{};
-  const Params params{int_array_literal(partitions), std::to_string(limit)};
-  auto immediate_rows = run("claim_immediate", {params[0], params[1], std::to_string(after_id)});
-  if (!immediate_rows) return in_context("claiming immediate rows", immediate_rows.error());
-  auto scheduled_rows = run("claim_scheduled", params);
-  if (!scheduled_rows) return in_context("claiming scheduled rows", scheduled_rows.error());
-  auto immediate = decode(immediate_rows.value());
+  const std::string set = int_array_literal(partitions);
+  const std::string count = std::to_string(limit);
+  const std::string immediate_name = prefix_ + "claim_immediate";
+  const std::string scheduled_name = prefix_ + "claim_scheduled";
+  const std::string next_due_name = prefix_ + "time_to_next_due";
+  auto results = connection_.exec_prepared_pipeline({{immediate_name, {set, count, std::to_string(after_id)}},
+                                                     {scheduled_name, {set, count}},
+                                                     {next_due_name, {set}}});
+  if (!results) return in_context("claiming rows", results.error());
+  auto immediate = decode(results.value()[0]);
   if (!immediate) return immediate.error();
-  auto scheduled = decode(scheduled_rows.value());
+  auto scheduled = decode(results.value()[1]);
   if (!scheduled) return scheduled.error();
 
   // A full immediate batch may have left out rows above its last id; a
   // scheduled row above that id waits for the next claim too, so that no
   // session sees a higher id before a lower one.
   Claim claim;
+  claim.next_due = wait_of(results.value()[2]);
   core::RowId cut = std::numeric_limits<core::RowId>::max();
   if (!immediate.value().empty()) claim.last_immediate_id = immediate.value().back().id;
   if (immediate.value().size() == static_cast<std::size_t>(limit)) {
@@ -172,9 +184,7 @@ core::Result<std::optional<std::chrono::milliseconds>> OutboxStore::time_to_next
   if (partitions.empty()) return Wait();
   auto rows = run("time_to_next_due", {int_array_literal(partitions)});
   if (!rows) return in_context("looking for the next due row", rows.error());
-  const auto ms = rows.value().optional_int64(0, 0);
-  if (!ms) return Wait();
-  return Wait(std::chrono::milliseconds(std::max<std::int64_t>(0, *ms)));
+  return wait_of(rows.value());
 }
 
 core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int batch) {

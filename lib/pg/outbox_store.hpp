@@ -71,6 +71,9 @@ class OutboxStore {
     std::vector<core::OutboxMessage> rows;  // in id order
     bool full = false;                      // the immediate batch hit the limit: more may follow
     core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
+    // time_to_next_due() as of the claim: the three statements go in one
+    // pipeline, one round trip, one transaction.
+    std::optional<std::chrono::milliseconds> next_due;
   };
   core::Result<Claim> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0);
 

@@ -192,3 +192,56 @@ TEST_CASE("LISTEN survives a reset and notifications are read without blocking",
   }
   CHECK(arrived);
 }
+
+TEST_CASE("a pipeline runs its statements in one transaction and reports the first error", "[pg][connection][pipeline]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  must(connection, "CREATE TABLE t (v int PRIMARY KEY)");
+  connection.define("insert", "INSERT INTO t VALUES ($1::int) RETURNING v * 10");
+  connection.define("count", "SELECT count(*) FROM t");
+  connection.define("now", "SELECT now()::text");
+
+  auto ok = connection.exec_prepared_pipeline({{"insert", {"1"}}, {"insert", {"2"}}, {"count", {}}});
+  REQUIRE(ok.ok());
+  REQUIRE(ok.value().size() == 3);
+  CHECK(ok.value()[0].int64(0, 0) == 10);
+  CHECK(ok.value()[1].int64(0, 0) == 20);
+  CHECK(ok.value()[2].int64(0, 0) == 2);
+
+  auto same_now = connection.exec_prepared_pipeline({{"now", {}}, {"count", {}}, {"now", {}}});
+  REQUIRE(same_now.ok());
+  CHECK(same_now.value()[0].text(0, 0) == same_now.value()[2].text(0, 0));
+
+  SECTION("a failing statement rolls back the ones before it; the session goes on") {
+    auto failed = connection.exec_prepared_pipeline({{"insert", {"3"}}, {"insert", {"1"}}, {"insert", {"4"}}});
+    REQUIRE_FALSE(failed.ok());
+    CHECK(connection.last_failure().sqlstate == "23505");
+    CHECK_THAT(failed.error().message, Catch::Contains("duplicate key"));
+    CHECK(must(connection, "SELECT count(*) FROM t").int64(0, 0) == 2);
+    auto after = connection.exec_prepared("count", {});
+    REQUIRE(after.ok());
+    CHECK(after.value().int64(0, 0) == 2);
+  }
+  SECTION("statements the server forgot are prepared again") {
+    must(connection, "DISCARD ALL");
+    auto again = connection.exec_prepared_pipeline({{"insert", {"5"}}, {"count", {}}});
+    REQUIRE(again.ok());
+    CHECK(again.value()[1].int64(0, 0) == 3);
+  }
+  SECTION("a lost connection is transient and the next pipeline works after reset") {
+    terminate_backend(connection);
+    auto lost = connection.exec_prepared_pipeline({{"count", {}}, {"count", {}}});
+    REQUIRE_FALSE(lost.ok());
+    CHECK(lost.error().kind == core::ErrorKind::transient);
+    CHECK(connection.last_failure().connection_lost);
+    REQUIRE(connection.reset().ok());
+    auto back = connection.exec_prepared_pipeline({{"count", {}}});
+    REQUIRE(back.ok());
+    CHECK(back.value()[0].int64(0, 0) == 2);
+  }
+  SECTION("an unknown name is an error before anything is sent") {
+    auto unknown = connection.exec_prepared_pipeline({{"insert", {"9"}}, {"nope", {}}});
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(must(connection, "SELECT count(*) FROM t").int64(0, 0) == 2);
+  }
+}

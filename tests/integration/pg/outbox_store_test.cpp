@@ -246,6 +246,9 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
   auto nothing = store.time_to_next_due(all_partitions());
   REQUIRE(nothing.ok());
   CHECK_FALSE(nothing.value().has_value());
+  auto claimed_nothing = store.claim(all_partitions(), 10);
+  REQUIRE(claimed_nothing.ok());
+  CHECK_FALSE(claimed_nothing.value().next_due.has_value());
 
   insert(connection, {"parked", "s"});
   must(connection, "UPDATE outbox.messages SET status = 'parked'");
@@ -268,6 +271,13 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
   REQUIRE(backoff.value().has_value());
   CHECK(*backoff.value() > milliseconds(1000));
   CHECK(*backoff.value() <= milliseconds(2000));
+  // A claim reads the same in its pipeline, without a round trip of its own.
+  auto claimed = store.claim(all_partitions(), 10);
+  REQUIRE(claimed.ok());
+  CHECK(claimed.value().rows.empty());
+  REQUIRE(claimed.value().next_due.has_value());
+  CHECK(*claimed.value().next_due > milliseconds(1000));
+  CHECK(*claimed.value().next_due <= milliseconds(2000));
   auto elsewhere = store.time_to_next_due({});
   REQUIRE(elsewhere.ok());
   CHECK_FALSE(elsewhere.value().has_value());
