@@ -17,6 +17,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kMarkDelay{5};
 // Upper bound on one sleep while shutting down, so the deadline is checked.
 constexpr milliseconds kStopTick{50};
+// First look at transactions that were open when NOTIFY was armed; the delay
+// doubles up to the poll interval while they stay open.
+constexpr milliseconds kLateCommitCheck{10};
 
 dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   dispatch::PlannerPolicy policy;
@@ -52,7 +55,8 @@ Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, Si
       leases_(config.leases, instance_id_, clock_),
       publisher_(config.broker, config.broker.container_id.empty() ? instance_id_ : config.broker.container_id,
                  outcomes_),
-      service_(clock_) {}
+      service_(clock_),
+      late_commits_(kLateCommitCheck, config.dispatch.poll_interval) {}
 
 int Dispatcher::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
@@ -181,6 +185,7 @@ core::Status Dispatcher::keep_database() {
     backlog_ = true;
     cursor_ = 0;
     idle_ = false;
+    late_commits_.clear();
     leases_.force_renewal();
   }
   return {};
@@ -376,6 +381,19 @@ bool Dispatcher::finished_stopping() const {
 void Dispatcher::arm_wakeup(bool idle) {
   if (auto set = db_.store().set_idle(instance_id_, idle); !set) return fail_database(set.error());
   idle_ = idle;
+  if (!idle) return late_commits_.clear();
+  // Read after the arming committed: whoever is still open may have inserted
+  // without NOTIFY and may commit after the claim that follows.
+  auto open = db_.store().open_transactions();
+  if (!open) return fail_database(open.error());
+  late_commits_.watch(std::move(open).value(), clock_.now());
+}
+
+void Dispatcher::check_late_commits() {
+  if (!late_commits_.check_due(clock_.now()) || !db_.up()) return;
+  auto open = db_.store().still_open(late_commits_.watched());
+  if (!open) return fail_database(open.error());
+  if (late_commits_.update(std::move(open).value(), clock_.now())) backlog_ = true;
 }
 
 bool Dispatcher::claim_possible() const {
@@ -394,6 +412,7 @@ milliseconds Dispatcher::sleep_budget() {
   consider(next_due_);
   consider(db_.next_attempt());
   consider(service_.next_ping());
+  consider(late_commits_.next_check());
   if (writes_since_) consider(*writes_since_ + kMarkDelay);
   if (leases_.may_publish()) consider(leases_.valid_until());
   return until(now, deadline);
@@ -420,6 +439,7 @@ void Dispatcher::sleep_until_next_event() {
     backlog_ = true;
     next_due_.reset();
   }
+  check_late_commits();
 }
 
 }  // namespace outboxd::daemon

@@ -17,6 +17,7 @@
 #include "daemon/lease_keeper.hpp"
 #include "daemon/outcome_queue.hpp"
 #include "daemon/service_manager.hpp"
+#include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
@@ -51,6 +52,7 @@ class Dispatcher {
   void forget_rows(const std::vector<core::RowId>& ids);
   bool claim_possible() const;
   void arm_wakeup(bool idle);
+  void check_late_commits();
   std::chrono::milliseconds sleep_budget();
 
   const config::Config& config_;
@@ -79,6 +81,7 @@ class Dispatcher {
   bool backlog_ = true;
   core::RowId cursor_ = 0;
   bool idle_ = false;            // marked idle in the database (NOTIFY armed)
+  dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   bool broker_up_ = false;
   std::optional<core::SteadyTime> next_due_;
   core::SteadyTime next_poll_{};

@@ -106,4 +106,18 @@ std::string set_idle(const std::string& instances) {
          "ON CONFLICT (instance_id) DO UPDATE SET idle = EXCLUDED.idle, heartbeat_at = now()";
 }
 
+// Transactions in progress now that have an id (every writer has one), from
+// the lock each holds on its own id. Not pg_snapshot_xip(): a snapshot leaves
+// out transactions newer than the latest completed one, and those are exactly
+// the writers that matter here. pg_locks needs no privilege.
+std::string open_transactions() {
+  return "SELECT transactionid::text FROM pg_locks "
+         "WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted";
+}
+
+// Those of $1 still in progress.
+std::string still_open() {
+  return "SELECT x FROM unnest($1::text[]) x WHERE x IN (" + open_transactions() + ")";
+}
+
 }  // namespace outboxd::pg::outbox_sql

@@ -20,5 +20,7 @@ std::string record_failures(const std::string& t, const std::string& leases);
 std::string time_to_next_due(const std::string& t);
 std::string purge(const std::string& t);
 std::string set_idle(const std::string& instances);
+std::string open_transactions();
+std::string still_open();
 
 }  // namespace outboxd::pg::outbox_sql

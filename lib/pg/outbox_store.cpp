@@ -96,6 +96,8 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
       {prefix_ + "purge", sql::purge(table_)},
       {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
+      {prefix_ + "open_transactions", sql::open_transactions()},
+      {prefix_ + "still_open", sql::still_open()},
   };
   for (const auto& [name, text] : statements_) connection_.define(name, text);
 }
@@ -197,6 +199,30 @@ core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int bat
 core::Status OutboxStore::set_idle(std::string_view instance_id, bool idle) {
   return status_of(run("set_idle", {std::string(instance_id), std::string(idle ? "t" : "f")}),
                    "updating this instance's idle flag");
+}
+
+namespace {
+
+std::vector<std::string> first_column(const Rows& rows) {
+  std::vector<std::string> values;
+  values.reserve(static_cast<std::size_t>(rows.size()));
+  for (int i = 0; i < rows.size(); ++i) values.emplace_back(rows.text(i, 0));
+  return values;
+}
+
+}  // namespace
+
+core::Result<std::vector<std::string>> OutboxStore::open_transactions() {
+  auto rows = run("open_transactions", {});
+  if (!rows) return in_context("listing open transactions", rows.error());
+  return first_column(rows.value());
+}
+
+core::Result<std::vector<std::string>> OutboxStore::still_open(const std::vector<std::string>& transactions) {
+  if (transactions.empty()) return std::vector<std::string>();
+  auto rows = run("still_open", {text_array_literal(transactions)});
+  if (!rows) return in_context("checking open transactions", rows.error());
+  return first_column(rows.value());
 }
 
 core::Status OutboxStore::listen() {

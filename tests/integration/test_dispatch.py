@@ -135,6 +135,34 @@ def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
     assert sorted(latencies)[2] < 0.05, f"latencies {latencies}"
 
 
+def test_a_commit_that_missed_the_arming_is_found_without_waiting_for_the_poll(workdir, database, broker):
+    """The writer inserted before the daemon went idle, so its commit sends no NOTIFY, and it commits
+    after the daemon's last claim: the daemon watches the transactions open when it armed."""
+    queue = unique("late-commit")
+    consumer = Consumer(broker, queue)
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker, dispatch={"poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    writer = database.connect(autocommit=False)
+    try:
+        with writer.cursor() as cur:
+            enqueue(cur, queue, "late-1", b"x")  # no dispatcher is idle yet: nobody to notify
+        daemon = Daemon(config).start()
+        try:
+            assert consumer.quiet_for(1.0) == []  # claimed, armed, idle; the row not yet visible
+            writer.commit()
+            committed = time.time()
+            [message] = consumer.receive(1, timeout=10)
+            waited = consumer.received[-1][0] - committed
+        finally:
+            assert daemon.stop() == 0, daemon.log()
+    finally:
+        writer.close()
+        consumer.close()
+    assert message.id == "late-1"
+    # Checked with a delay that doubles while the transaction stays open (here about 1 s).
+    assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
+
+
 def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, broker):
     queue = unique("park")
     consumer = Consumer(broker, queue)

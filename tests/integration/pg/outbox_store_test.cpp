@@ -1,4 +1,5 @@
 // OutboxStore against the real migrations: claim order and blocking, marking, failures, timing, purge.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "outbox_rows.hpp"
@@ -310,4 +311,28 @@ TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][stor
   REQUIRE(left.size() == 2);
   CHECK(left.text(0, 0) == "recent");
   CHECK(left.text(1, 0) == "pending");
+}
+
+TEST_CASE("open_transactions lists writers still open; still_open drops those that ended", "[pg][store][wakeup]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  Connection writer = db.connect();
+  must(writer, "BEGIN");
+  const std::string xid(must(writer, "SELECT pg_current_xact_id()::xid::text").text(0, 0));
+
+  auto open = store.open_transactions();
+  REQUIRE(open.ok());
+  CHECK(std::find(open.value().begin(), open.value().end(), xid) != open.value().end());
+  auto still = store.still_open({xid});
+  REQUIRE(still.ok());
+  CHECK(still.value() == std::vector<std::string>{xid});
+
+  must(writer, "COMMIT");
+  auto ended = store.still_open(open.value());
+  REQUIRE(ended.ok());
+  CHECK(std::find(ended.value().begin(), ended.value().end(), xid) == ended.value().end());
+  auto none = store.still_open({});
+  REQUIRE(none.ok());
+  CHECK(none.value().empty());
 }
