@@ -427,6 +427,12 @@ void Dispatcher::sleep_until_next_event() {
     backlog_ = true;
     if (claim_possible()) return;
   }
+  // libpq reads a NOTIFY that arrives during a statement along with its
+  // results and queues it: the socket will not become readable for it.
+  if (db_.drain_notifications()) {
+    backlog_ = true;
+    if (claim_possible()) return;
+  }
   const auto ready = wait_for_events(wakeup_, signals_, db_.socket(), sleep_budget());
   if (ready.wakeup) wakeup_.clear();
   if (ready.database && db_.drain_notifications()) backlog_ = true;
