@@ -171,16 +171,27 @@ log:
               f"p50 {pct(50):.2f} ms, p99 {pct(99):.2f} ms, max {latencies[-1]:.2f} ms")
 
     def writer_cost(self):
-        """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger."""
+        """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger,
+        then with a live daemon dispatching the rows as they come."""
         script = os.path.join(self.tmp, "writer.sql")
         with open(script, "w") as f:
             f.write("INSERT INTO outbox.messages (message_id, destination, body) "
                     "VALUES (gen_random_uuid()::text, 'bench_writer', '\\x00');\n")
         env = dict(os.environ, PGDATABASE=self.db_name)
 
-        def tps():
-            out = subprocess.run(["pgbench", "-n", "-c", "8", "-j", "2", "-T", "8", "-f", script],
-                                 check=True, capture_output=True, text=True, env=env).stdout
+        def tps(config=None):
+            daemon = None
+            if config:
+                daemon = subprocess.Popen([self.bin, "run", "-c", config],
+                                          stderr=open(os.path.join(self.tmp, "outboxd-writer.log"), "a"))
+                time.sleep(1)  # connected, claimed, idle
+            try:
+                out = subprocess.run(["pgbench", "-n", "-c", "8", "-j", "2", "-T", "8", "-f", script],
+                                     check=True, capture_output=True, text=True, env=env).stdout
+            finally:
+                if daemon:
+                    daemon.terminate()
+                    daemon.wait(timeout=60)
             self.sql("TRUNCATE outbox.messages")
             return float(out.split("tps = ")[1].split()[0])
 
@@ -189,10 +200,17 @@ log:
                                         "AND NOT tgisinternal")]
         wake = [n for n in names if "wake" in n or "notify" in n]
         trigger = wake[0] if wake else trigger
+        polling = self.write_config("outboxd-polling.yaml")
+        with open(polling) as f:
+            text = f.read()
+        with open(polling, "w") as f:
+            f.write(text.replace("dispatch:\n", "dispatch:\n  poll_interval_ms: 10\n", 1))
         self.sql(f'ALTER TABLE outbox.messages DISABLE TRIGGER "{trigger}"')
         base = tps()
+        live_polling = tps(polling)
         self.sql(f'ALTER TABLE outbox.messages ENABLE TRIGGER "{trigger}"')
         quiet = tps()
+        live = tps(self.config)
         self.sql("INSERT INTO outbox.instances (instance_id, idle, heartbeat_at) "
                  "VALUES ('bench-armed', true, now() - interval '1 day')")  # armed, but not a live lease holder
         armed = tps()
@@ -200,6 +218,9 @@ log:
         print(f"writer cost, 8 clients, one row per transaction: no trigger {base:.0f} tps; "
               f"trigger, no idle dispatcher {quiet:.0f} tps ({quiet / base:.0%}); "
               f"trigger, idle dispatcher (NOTIFY every commit) {armed:.0f} tps ({armed / base:.0%})")
+        print(f"writer cost with a live daemon dispatching: no trigger, daemon polling every 10 ms "
+              f"{live_polling:.0f} tps; trigger and the daemon's wake-up policy {live:.0f} tps "
+              f"({live / live_polling:.0%})")
 
     def run(self):
         a = self.args

@@ -56,7 +56,8 @@ Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, Si
       publisher_(config.broker, config.broker.container_id.empty() ? instance_id_ : config.broker.container_id,
                  outcomes_),
       service_(clock_),
-      late_commits_(kLateCommitCheck, config.dispatch.poll_interval) {}
+      late_commits_(kLateCommitCheck, config.dispatch.poll_interval),
+      wakeup_policy_({}, clock_.now()) {}
 
 int Dispatcher::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
@@ -311,6 +312,7 @@ void Dispatcher::claim_rows() {
   for (const auto& ref : refs) {
     if (!planner_.knows(ref.id)) rows_.erase(ref.id);
   }
+  wakeup_policy_.on_claim(result.rows.size(), clock_.now());
   if (result.full) {
     cursor_ = result.last_immediate_id;
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
@@ -323,6 +325,11 @@ void Dispatcher::claim_rows() {
   backlog_ = false;
   next_due_.reset();
   if (result.next_due) next_due_ = clock_.now() + *result.next_due;
+  if (wakeup_policy_.busy()) {
+    // Rows pour in: writers need not NOTIFY, we look again shortly.
+    if (idle_) arm_wakeup(false);
+    next_busy_claim_ = clock_.now() + wakeup_policy_.busy_poll();
+  }
 }
 
 void Dispatcher::publish_ready() {
@@ -413,6 +420,7 @@ milliseconds Dispatcher::sleep_budget() {
   consider(db_.next_attempt());
   consider(service_.next_ping());
   consider(late_commits_.next_check());
+  consider(next_busy_claim_);
   if (writes_since_) consider(*writes_since_ + kMarkDelay);
   if (leases_.may_publish()) consider(leases_.valid_until());
   return until(now, deadline);
@@ -420,7 +428,7 @@ milliseconds Dispatcher::sleep_budget() {
 
 void Dispatcher::sleep_until_next_event() {
   if (claim_possible()) return;  // more to read right away
-  if (!backlog_ && !idle_ && db_.up() && !stopping_) {
+  if (!backlog_ && !idle_ && !wakeup_policy_.busy() && db_.up() && !stopping_) {
     // Caught up: ask writers to NOTIFY, then look once more, because a row
     // committed between the last claim and the arming sent no notification.
     arm_wakeup(true);
@@ -444,6 +452,10 @@ void Dispatcher::sleep_until_next_event() {
   if (next_due_ && now >= *next_due_) {
     backlog_ = true;
     next_due_.reset();
+  }
+  if (next_busy_claim_ && now >= *next_busy_claim_) {
+    backlog_ = true;
+    next_busy_claim_.reset();
   }
   check_late_commits();
 }

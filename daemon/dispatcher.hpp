@@ -19,6 +19,7 @@
 #include "daemon/service_manager.hpp"
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
+#include "dispatch/wakeup_policy.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
@@ -82,6 +83,8 @@ class Dispatcher {
   core::RowId cursor_ = 0;
   bool idle_ = false;            // marked idle in the database (NOTIFY armed)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
+  dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour
+  std::optional<core::SteadyTime> next_busy_claim_;
   bool broker_up_ = false;
   std::optional<core::SteadyTime> next_due_;
   core::SteadyTime next_poll_{};
