@@ -25,7 +25,7 @@ from urllib.parse import urlparse, urlunparse
 import psycopg2
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
-from harness import Broker, Consumer  # noqa: E402
+from harness import Broker  # noqa: E402
 
 
 def parse_args():
@@ -140,9 +140,12 @@ log:
                 d.wait(timeout=60)
 
     def fixed_rate(self):
-        a = self.args
+        a, b = self.args, self.broker
         queue = "bench_latency_" + uuid.uuid4().hex[:6]
-        consumer = Consumer(self.broker, queue, credit=2000)
+        consumer = subprocess.Popen(
+            [os.path.join(a.build, "bench", "latency_consumer"), b.url, b.address(queue), "3",
+             b.user, b.password, b.profile], stdout=subprocess.PIPE, text=True)
+        assert consumer.stdout.readline().strip() == "latency_consumer ready"
         daemon = subprocess.Popen([self.bin, "run", "-c", self.config],
                                   stderr=open(os.path.join(self.tmp, "outboxd-rate.log"), "w"))
         script = os.path.join(self.tmp, "enqueue.sql")
@@ -151,24 +154,18 @@ log:
                     "session_id => 's' || (random() * %d)::int, "
                     "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n"
                     % (queue, a.sessions))
-        expected = a.rate * a.seconds
-        received = []
-        reader = threading.Thread(target=lambda: received.extend(consumer.receive(expected, timeout=a.seconds + 30)))
-        reader.start()
         time.sleep(1)
         env = dict(os.environ, PGDATABASE=self.db_name)
-        subprocess.run(["pgbench", "-n", "-c", "4", "-j", "2", "-R", str(a.rate), "-T", str(a.seconds), "-f", script],
-                       check=True, capture_output=True, env=env)
-        reader.join()
+        out = subprocess.run(["pgbench", "-n", "-c", "4", "-j", "2", "-R", str(a.rate), "-T", str(a.seconds),
+                              "-f", script], check=True, capture_output=True, text=True, env=env).stdout
+        written = int(out.split("actually processed: ")[1].split()[0])
+        report = consumer.communicate(timeout=a.seconds + 120)[0].strip()
         daemon.terminate()
         daemon.wait(timeout=60)
-        latencies = sorted((t - float(m.body)) * 1000 for t, m in consumer.received)
-        consumer.close()
-
-        def pct(p):
-            return latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))]
-        print(f"fixed rate {a.rate}/s for {a.seconds}s: received {len(latencies)}, commit->consumer latency "
-              f"p50 {pct(50):.2f} ms, p99 {pct(99):.2f} ms, max {latencies[-1]:.2f} ms")
+        fields = dict(item.split("=") for item in report.split()[1:])
+        print(f"fixed rate {a.rate}/s for {a.seconds}s, {a.sessions} sessions: written {written}, received "
+              f"{fields['received']}, commit->consumer latency p50 {fields['p50']} ms, p90 {fields['p90']} ms, "
+              f"p99 {fields['p99']} ms, max {fields['max']} ms")
 
     def writer_cost(self):
         """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger,
