@@ -33,7 +33,7 @@ using std::chrono::system_clock;
 
 system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
 
-core::Result<std::vector<core::OutboxMessage>> decode(const Rows& rows) {
+std::vector<core::OutboxMessage> decode(const Rows& rows) {
   std::vector<core::OutboxMessage> out;
   out.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
@@ -49,9 +49,7 @@ core::Result<std::vector<core::OutboxMessage>> decode(const Rows& rows) {
     m.content_type = rows.optional_text(r, sql::kContentType);
     m.traceparent = rows.optional_text(r, sql::kTraceparent);
     m.headers_json = std::string(rows.text(r, sql::kHeaders));
-    auto body = decode_hex(rows.text(r, sql::kBodyHex));
-    if (!body) return core::fatal_error("row " + std::to_string(m.id) + ": body is not hex text");
-    m.body = std::move(*body);
+    m.body = std::string(rows.text(r, sql::kBody));
     if (auto ttl = rows.optional_int64(r, sql::kTtlMs)) m.ttl = std::chrono::milliseconds(*ttl);
     m.created_at = from_epoch_us(rows.int64(r, sql::kCreatedUs));
     // due_at only for scheduled rows: for immediate ones it says nothing.
@@ -100,39 +98,40 @@ core::Status OutboxStore::prepare() {
   return {};
 }
 
-core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params) {
-  return connection_.exec_prepared(prefix_ + std::string(name), params);
+core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params, ResultFormat format) {
+  return connection_.exec_prepared(prefix_ + std::string(name), params, format);
 }
 
 core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& partitions, int limit,
                                                    core::RowId after_id) {
   if (partitions.empty() || limit <= 0) return Claim{};
   const Params params{int_array_literal(partitions), std::to_string(limit)};
-  auto immediate_rows = run("claim_immediate", {params[0], params[1], std::to_string(after_id)});
+  // Binary format: bodies arrive as their bytes, not as hex text twice their
+  // size that the server encodes and we decode (a sixth of the daemon's
+  // instructions per row when measured).
+  auto immediate_rows = run("claim_immediate", {params[0], params[1], std::to_string(after_id)}, ResultFormat::binary);
   if (!immediate_rows) return in_context("claiming immediate rows", immediate_rows.error());
-  auto scheduled_rows = run("claim_scheduled", params);
+  auto scheduled_rows = run("claim_scheduled", params, ResultFormat::binary);
   if (!scheduled_rows) return in_context("claiming scheduled rows", scheduled_rows.error());
   auto immediate = decode(immediate_rows.value());
-  if (!immediate) return immediate.error();
   auto scheduled = decode(scheduled_rows.value());
-  if (!scheduled) return scheduled.error();
 
   // A full immediate batch may have left out rows above its last id; a
   // scheduled row above that id waits for the next claim too, so that no
   // session sees a higher id before a lower one.
   Claim claim;
   core::RowId cut = std::numeric_limits<core::RowId>::max();
-  if (!immediate.value().empty()) claim.last_immediate_id = immediate.value().back().id;
-  if (immediate.value().size() == static_cast<std::size_t>(limit)) {
+  if (!immediate.empty()) claim.last_immediate_id = immediate.back().id;
+  if (immediate.size() == static_cast<std::size_t>(limit)) {
     cut = claim.last_immediate_id;
     claim.full = true;
   }
   auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
-  std::sort(scheduled.value().begin(), scheduled.value().end(), by_id);
+  std::sort(scheduled.begin(), scheduled.end(), by_id);
   auto& merged = claim.rows;
-  merged.reserve(immediate.value().size() + scheduled.value().size());
-  std::merge(std::make_move_iterator(immediate.value().begin()), std::make_move_iterator(immediate.value().end()),
-             std::make_move_iterator(scheduled.value().begin()), std::make_move_iterator(scheduled.value().end()),
+  merged.reserve(immediate.size() + scheduled.size());
+  std::merge(std::make_move_iterator(immediate.begin()), std::make_move_iterator(immediate.end()),
+             std::make_move_iterator(scheduled.begin()), std::make_move_iterator(scheduled.end()),
              std::back_inserter(merged), by_id);
   merged.erase(std::find_if(merged.begin(), merged.end(), [cut](const core::OutboxMessage& m) { return m.id > cut; }),
                merged.end());
