@@ -85,7 +85,7 @@ void LinkSet::pump(Link& link, SteadyTime now) {
       continue;
     }
     const std::uint64_t tag = ++last_tag_;
-    link.sender.send(next.message, make_tag(tag));
+    send_encoded(link.sender, next.message, make_tag(tag));
     in_flight_.emplace(tag, InFlight{next.id, link.name, now});
     ++link.in_flight;
     link.last_used = now;
