@@ -2,6 +2,7 @@
 #include "amqp/detail/link_set.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include <proton/delivery_mode.hpp>
@@ -98,7 +99,7 @@ void LinkSet::settle(const proton::binary& tag, DeliveryOutcome outcome, std::st
   if (!number) return;
   const auto found = in_flight_.find(*number);
   if (found == in_flight_.end()) return;
-  const InFlight delivery = found->second;
+  const InFlight delivery = std::move(found->second);
   in_flight_.erase(found);
   if (Link* link = by_name(delivery.link_name)) {
     --link->in_flight;

@@ -52,7 +52,9 @@ core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile,
 
   // inferred(true) makes Proton encode a binary body as a data section; with
   // the default (false) the same bytes would go out as an amqp-value.
-  msg.body(proton::binary(row.body.begin(), row.body.end()));
+  // Assigning the binary (not a proton::value holding it) encodes it straight
+  // into the message's body, without a pn_data_t of its own to copy from.
+  msg.body() = proton::binary(row.body.begin(), row.body.end());
   msg.inferred(true);
   return {};
 }
