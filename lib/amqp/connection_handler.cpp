@@ -93,7 +93,7 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
   };
   if (state_ == State::stopping || state_ == State::stopped) return answer(DeliveryOutcome::unknown, "publisher stopping");
   if (row.destination.empty()) return answer(DeliveryOutcome::rejected, "destination is empty");
-  auto message = to_amqp(row, broker_.profile);
+  auto message = encoder_.encode(row, broker_.profile);
   if (!message) return answer(DeliveryOutcome::rejected, message.error().message);
   if (state_ != State::connecting && state_ != State::up) {
     return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);

@@ -2,6 +2,7 @@
 #include "amqp/detail/link_set.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include <proton/delivery_mode.hpp>
@@ -85,7 +86,7 @@ void LinkSet::pump(Link& link, SteadyTime now) {
       continue;
     }
     const std::uint64_t tag = ++last_tag_;
-    link.sender.send(next.message, make_tag(tag));
+    send_encoded(link.sender, next.message, make_tag(tag));
     in_flight_.emplace(tag, InFlight{next.id, link.name, now});
     ++link.in_flight;
     link.last_used = now;
@@ -98,7 +99,7 @@ void LinkSet::settle(const proton::binary& tag, DeliveryOutcome outcome, std::st
   if (!number) return;
   const auto found = in_flight_.find(*number);
   if (found == in_flight_.end()) return;
-  const InFlight delivery = found->second;
+  const InFlight delivery = std::move(found->second);
   in_flight_.erase(found);
   if (Link* link = by_name(delivery.link_name)) {
     --link->in_flight;

@@ -1,4 +1,4 @@
-// Builds the proton::message for one outbox row.
+// Fills the reused proton::message for one outbox row and encodes it.
 #include "amqp/message_mapping.hpp"
 
 #include <proton/binary.hpp>
@@ -29,8 +29,7 @@ void put_column(proton::message& msg, const char* name, const std::optional<std:
   if (column) msg.properties().put(name, *column);
 }
 
-core::Result<proton::message> build(const core::OutboxMessage& row, config::BrokerProfile profile) {
-  proton::message msg;
+core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile, proton::message& msg) {
   msg.id(proton::message_id(row.message_id));
   if (row.session_id) msg.group_id(*row.session_id);
   if (row.correlation_id) msg.correlation_id(proton::message_id(*row.correlation_id));
@@ -53,16 +52,22 @@ core::Result<proton::message> build(const core::OutboxMessage& row, config::Brok
 
   // inferred(true) makes Proton encode a binary body as a data section; with
   // the default (false) the same bytes would go out as an amqp-value.
-  msg.body(proton::binary(row.body.begin(), row.body.end()));
+  // Assigning the binary (not a proton::value holding it) encodes it straight
+  // into the message's body, without a pn_data_t of its own to copy from.
+  msg.body() = proton::binary(row.body.begin(), row.body.end());
   msg.inferred(true);
-  return msg;
+  return {};
 }
 
 }  // namespace
 
-core::Result<proton::message> to_amqp(const core::OutboxMessage& row, config::BrokerProfile profile) {
+core::Result<EncodedMessage> MessageEncoder::encode(const core::OutboxMessage& row, config::BrokerProfile profile) {
   try {
-    return build(row, profile);
+    // Also after a row that failed half-way: nothing of it may leak into this one.
+    message_.clear();
+    if (auto filled = fill(row, profile, message_); !filled) return filled.error();
+    message_.encode(buffer_);  // one pass once the buffer has grown to the largest message
+    return EncodedMessage(buffer_.begin(), buffer_.end());
   } catch (const std::exception& e) {
     return core::rejected_error(std::string("cannot encode the message: ") + e.what());
   }

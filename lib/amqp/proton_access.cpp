@@ -1,9 +1,10 @@
-// Reads a tracker's remote disposition through Proton's C API.
+// Reads a tracker's remote disposition and sends encoded bytes through Proton's C API.
 #include "amqp/detail/proton_access.hpp"
 
 #include <proton/condition.h>
 #include <proton/delivery.h>
 #include <proton/disposition.h>
+#include <proton/link.h>
 
 namespace outboxd::amqp {
 namespace {
@@ -15,6 +16,14 @@ struct TrackerAccess : proton::tracker {
   static pn_delivery_t* delivery(const proton::tracker& tracker) {
     constexpr auto accessor = &TrackerAccess::pn_object;
     return (tracker.*accessor)();
+  }
+};
+
+// The same for a sender's pn_link_t.
+struct SenderAccess : proton::sender {
+  static pn_link_t* link(const proton::sender& sender) {
+    constexpr auto accessor = &SenderAccess::pn_object;
+    return (sender.*accessor)();
   }
 };
 
@@ -60,6 +69,16 @@ std::optional<std::uint64_t> tag_value(const proton::binary& tag) {
   std::uint64_t value = 0;
   for (auto byte : tag) value = (value << 8) | byte;
   return value;
+}
+
+void send_encoded(proton::sender& sender, const std::vector<char>& message, const proton::binary& tag) {
+  pn_link_t* link = SenderAccess::link(sender);
+  pn_delivery(link, pn_dtag(reinterpret_cast<const char*>(tag.data()), tag.size()));
+  pn_link_send(link, message.data(), message.size());
+  pn_link_advance(link);
+  // At zero credit return_credit() only clears the C++ binding's drain flag,
+  // which is what send() does there.
+  if (pn_link_credit(link) == 0) sender.return_credit();
 }
 
 }  // namespace outboxd::amqp

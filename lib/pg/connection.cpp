@@ -242,7 +242,7 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
   return {};
 }
 
-core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params& params) {
+core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params& params, ResultFormat format) {
   auto it = state_->statements.find(name);
   if (it == state_->statements.end()) {
     state_->last_failure = make_failure("", "no statement named " + std::string(name), false, false);
@@ -256,7 +256,7 @@ core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params
     }
     const bool may_commit = autocommit();
     PGresult* result = PQexecPrepared(state_->conn, it->first.c_str(), static_cast<int>(values.size()),
-                                      values.data(), nullptr, nullptr, 0);
+                                      values.data(), nullptr, nullptr, static_cast<int>(format));
     const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
     // 26000: the server forgot the statement (DISCARD ALL, a pooler handing
     // us another session); prepare it again once.
@@ -309,7 +309,7 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const auto values = values_of(calls[i].params);
     if (PQsendQueryPrepared(conn, entries[i]->first.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
-                            nullptr, 0) != 1) {
+                            nullptr, static_cast<int>(calls[i].format)) != 1) {
       return broken("sending a pipelined statement");
     }
   }

@@ -18,7 +18,14 @@ namespace outboxd::pg {
 // ({1,2,3}, see text_codec.hpp) with a cast in the statement: $1::bigint[].
 using Params = std::vector<std::optional<std::string>>;
 
-// The rows of one successful statement, in text format.
+// Whether a statement's result columns come as text (libpq's default) or in
+// PostgreSQL's binary send format. Binary spares bytea its hex encoding on the
+// server and the decoding here; Rows reads either.
+enum class ResultFormat { text = 0, binary = 1 };
+
+// The rows of one successful statement. The accessors read text and binary
+// format alike; binary covers the types the daemon selects: text-like and
+// bytea values (their bytes), int2/int4/int8, boolean.
 class Rows {
  public:
   Rows();
@@ -29,7 +36,8 @@ class Rows {
   int size() const;
   int columns() const;
   bool is_null(int row, int column) const;
-  std::string_view text(int row, int column) const;  // "" for NULL
+  // The value's bytes: text, or a binary-format text or bytea value. "" for NULL.
+  std::string_view text(int row, int column) const;
   std::optional<std::string> optional_text(int row, int column) const;
   std::int64_t int64(int row, int column) const;  // 0 for NULL
   std::optional<std::int64_t> optional_int64(int row, int column) const;
@@ -42,6 +50,7 @@ class Rows {
     void operator()(void* result) const;
   };
   explicit Rows(void* result);
+  bool binary(int column) const;
   std::unique_ptr<void, Release> result_;
 };
 
@@ -70,11 +79,13 @@ class Connection {
   void define(std::string name, std::string sql);
   // define() and prepare now, so a missing table shows up at start-up.
   core::Status prepare(std::string name, std::string sql);
-  core::Result<Rows> exec_prepared(std::string_view name, const Params& params);
+  core::Result<Rows> exec_prepared(std::string_view name, const Params& params,
+                                   ResultFormat format = ResultFormat::text);
 
   struct PreparedCall {
     std::string_view name;
     Params params;
+    ResultFormat format = ResultFormat::text;
   };
   // Sends every call at once and reads the results in one round trip
   // (libpq pipeline mode with a single sync): they run in one implicit

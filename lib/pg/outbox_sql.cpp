@@ -4,11 +4,11 @@
 namespace outboxd::pg::outbox_sql {
 namespace {
 
+// Claims are read in binary format (see OutboxStore::claim), so every column
+// must be of a type Rows reads in binary: text-like, bytea, int, bigint, boolean.
 std::string columns() {
   return "m.id, m.message_id, m.destination, m.session_id, m.correlation_id, m.parent_message_id, "
-         "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, "
-         // encode() rather than bytea output: independent of bytea_output.
-         "encode(m.body, 'hex'), "
+         "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, m.body, "
          "(extract(epoch FROM m.ttl) * 1000)::bigint, "
          "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
          "(extract(epoch FROM m.due_at) * 1000000)::bigint, "

@@ -8,7 +8,7 @@ namespace outboxd::pg::outbox_sql {
 // Columns of a claimed row, in this order.
 enum Column {
   kId, kMessageId, kDestination, kSessionId, kCorrelationId, kParentMessageId, kOriginatingMessageId,
-  kSubject, kContentType, kTraceparent, kHeaders, kBodyHex, kTtlMs, kCreatedUs, kDueUs, kScheduled,
+  kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedUs, kDueUs, kScheduled,
   kAttempts, kPartition, kColumnCount
 };
 

@@ -122,7 +122,7 @@ class OutboxStore {
   core::Result<int> skip_all_parked(std::string_view session_id = {});
 
  private:
-  core::Result<Rows> run(std::string_view name, const Params& params);
+  core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);
   core::Result<int> notify_if_changed(core::Result<Rows> changed, const char* context);
 
   Connection& connection_;

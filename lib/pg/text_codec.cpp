@@ -21,18 +21,6 @@ std::string join_integers(std::span<const Int> values) {
   return out;
 }
 
-// -1 for a non-hex character; a table keeps decoding at memory speed.
-constexpr std::array<signed char, 256> make_hex_table() {
-  std::array<signed char, 256> table{};
-  for (auto& entry : table) entry = -1;
-  for (int c = '0'; c <= '9'; ++c) table[c] = static_cast<signed char>(c - '0');
-  for (int c = 'a'; c <= 'f'; ++c) table[c] = static_cast<signed char>(c - 'a' + 10);
-  for (int c = 'A'; c <= 'F'; ++c) table[c] = static_cast<signed char>(c - 'A' + 10);
-  return table;
-}
-
-constexpr auto kHexValue = make_hex_table();
-
 }  // namespace
 
 std::string quote_ident(std::string_view name) {
@@ -87,19 +75,6 @@ std::string bool_array_literal(const std::vector<bool>& values) {
     out.push_back(values[i] ? 't' : 'f');
   }
   out.push_back('}');
-  return out;
-}
-
-std::optional<std::string> decode_hex(std::string_view text) {
-  if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') text.remove_prefix(2);
-  if (text.size() % 2 != 0) return std::nullopt;
-  std::string out(text.size() / 2, '\0');
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const int high = kHexValue[static_cast<unsigned char>(text[2 * i])];
-    const int low = kHexValue[static_cast<unsigned char>(text[2 * i + 1])];
-    if (high < 0 || low < 0) return std::nullopt;
-    out[i] = static_cast<char>((high << 4) | low);
-  }
   return out;
 }
 

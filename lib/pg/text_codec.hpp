@@ -1,4 +1,4 @@
-// Text-format values for libpq: quoted identifiers, array literals, hex bytea, integers.
+// Text-format values for libpq: quoted identifiers, array literals, integers.
 #pragma once
 
 #include <cstdint>
@@ -27,10 +27,6 @@ std::string int_array_literal(std::span<const std::int64_t> values);
 std::string text_array_literal(std::span<const std::string> values);
 // {t,f} for $n::bool[].
 std::string bool_array_literal(const std::vector<bool>& values);
-
-// Bytes from hex text as PostgreSQL writes bytea (`\x0a1b`) or encode(x, 'hex')
-// (`0a1b`). Nullopt on an odd length or a non-hex digit.
-std::optional<std::string> decode_hex(std::string_view text);
 
 // Base-10 integer, the whole text. Nullopt otherwise.
 std::optional<std::int64_t> parse_int64(std::string_view text);

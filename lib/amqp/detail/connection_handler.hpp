@@ -15,6 +15,7 @@
 
 #include "amqp/connection_settings.hpp"
 #include "amqp/detail/link_set.hpp"
+#include "amqp/message_mapping.hpp"
 #include "amqp/outcome.hpp"
 #include "amqp/reconnect_backoff.hpp"
 #include "config/config.hpp"
@@ -104,6 +105,7 @@ class ConnectionHandler final : public proton::messaging_handler {
   core::FastRandom random_;
   ReconnectBackoff backoff_;
   LinkSet links_;
+  MessageEncoder encoder_;
 
   proton::container* container_ = nullptr;
   proton::connection connection_;

@@ -10,11 +10,11 @@
 
 #include <proton/binary.hpp>
 #include <proton/connection.hpp>
-#include <proton/message.hpp>
 #include <proton/sender.hpp>
 #include <proton/session.hpp>
 
 #include "amqp/destination.hpp"
+#include "amqp/message_mapping.hpp"
 #include "amqp/outcome.hpp"
 #include "core/clock.hpp"
 
@@ -36,9 +36,9 @@ class LinkSet {
   // A message waiting for its link's credit.
   struct Pending {
     core::RowId id;
-    proton::message message;
+    EncodedMessage message;
     SteadyTime queued_at;
-    SteadyTime send_before;  // fencing deadline: past it, the row is answered unknown, not sent
+    SteadyTime send_before;  // fencing deadline: past it, the row is answered not_sent
   };
 
   explicit LinkSet(OutcomeSink& sink) : sink_(sink) {}

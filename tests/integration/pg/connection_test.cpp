@@ -1,6 +1,8 @@
 // Connection against a real server: settings, parameters, error kinds, prepared statements, reconnects.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <optional>
 #include <thread>
 
@@ -55,6 +57,37 @@ TEST_CASE("statements bind every parameter, NULL included", "[pg][connection]") 
   const Rows nulls = must(connection, "SELECT NULL::text, NULL::bigint");
   CHECK_FALSE(nulls.optional_text(0, 0).has_value());
   CHECK_FALSE(nulls.optional_int64(0, 1).has_value());
+}
+
+TEST_CASE("binary-format results read as their text-format twins", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  const std::string sql =
+      "SELECT $1::bigint, -$1::bigint, (-2147483648)::int, 32767::smallint, (-32768)::smallint, true, false, "
+      "'\\x00ff7f80'::bytea, 'tëxt'::text, '{\"k\": 1}'::jsonb::text, NULL::bigint, NULL::boolean, NULL::bytea";
+  connection.define("every_type", sql);
+  auto text = connection.exec_prepared("every_type", {"9223372036854775807"});
+  auto binary = connection.exec_prepared("every_type", {"9223372036854775807"}, ResultFormat::binary);
+  REQUIRE(text.ok());
+  REQUIRE(binary.ok());
+  const Rows& b = binary.value();
+  CHECK(b.int64(0, 0) == std::numeric_limits<std::int64_t>::max());
+  CHECK(b.int64(0, 1) == -std::numeric_limits<std::int64_t>::max());
+  CHECK(b.int64(0, 2) == std::numeric_limits<std::int32_t>::min());
+  CHECK(b.int64(0, 3) == 32767);
+  CHECK(b.int64(0, 4) == -32768);
+  CHECK(b.boolean(0, 5));
+  CHECK_FALSE(b.boolean(0, 6));
+  CHECK(b.text(0, 7) == std::string_view("\x00\xff\x7f\x80", 4));
+  CHECK(text.value().text(0, 7) == "\\x00ff7f80");  // text format: hex
+  CHECK(b.text(0, 8) == "tëxt");
+  CHECK(b.text(0, 9) == "{\"k\": 1}");
+  CHECK_FALSE(b.optional_int64(0, 10).has_value());
+  CHECK_FALSE(b.boolean(0, 11));
+  CHECK(b.is_null(0, 12));
+  for (int column : {0, 1, 2, 3, 4}) CHECK(b.int64(0, column) == text.value().int64(0, column));
+  for (int column : {5, 6, 11}) CHECK(b.boolean(0, column) == text.value().boolean(0, column));
+  for (int column : {8, 9}) CHECK(b.text(0, column) == text.value().text(0, column));
 }
 
 TEST_CASE("errors carry SQLSTATE, message and detail, and the classifier's kind", "[pg][connection]") {

@@ -78,6 +78,40 @@ TEST_CASE("claim returns due rows of both kinds in id order with every column", 
   CHECK_FALSE(claimed.value().rows[2].ttl.has_value());
 }
 
+TEST_CASE("claim reads bodies and numbers byte for byte (binary format)", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  // Every byte value, then a body of 100 kB; the largest ttl and a creation
+  // time before 1970 check 8-byte integers and their sign.
+  const core::RowId bytes = must(connection,
+      "INSERT INTO outbox.messages (message_id, destination, body, ttl, created_at, due_at) "
+      "SELECT 'bytes', 'orders', string_agg(set_byte('\\x00'::bytea, 0, b), ''::bytea ORDER BY b), "
+      "interval '4294967.295 seconds', '1969-12-31 23:59:58.5+00', '1969-12-31 23:59:58.5+00' "
+      "FROM generate_series(0, 255) b RETURNING id").int64(0, 0);
+  const core::RowId large = must(connection,
+      "INSERT INTO outbox.messages (message_id, destination, body) "
+      "VALUES ('large', 'orders', convert_to(repeat('0123456789', 10000), 'UTF8')) RETURNING id").int64(0, 0);
+  const core::RowId empty = must(connection,
+      "INSERT INTO outbox.messages (message_id, destination, body, attempts) "
+      "VALUES ('empty', 'orders', '', 7) RETURNING id").int64(0, 0);
+
+  auto claimed = store.claim(all_partitions(), 10);
+  REQUIRE(claimed.ok());
+  REQUIRE(ids_of(claimed.value().rows) == Ids{bytes, large, empty});
+  std::string all;
+  for (int b = 0; b < 256; ++b) all.push_back(static_cast<char>(b));
+  const auto& rows = claimed.value().rows;
+  CHECK(rows[0].body == all);
+  CHECK(rows[0].ttl == milliseconds(4294967295));
+  CHECK(rows[0].created_at.time_since_epoch() == std::chrono::microseconds(-1500000));
+  CHECK(rows[1].body.size() == 100000);
+  CHECK(rows[1].body.substr(99990) == "0123456789");
+  CHECK(rows[2].body.empty());
+  CHECK(rows[2].attempts == 7);
+  CHECK(rows[2].headers_json == "{}");
+}
+
 TEST_CASE("claim cuts both batches at the last id of a full one", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();

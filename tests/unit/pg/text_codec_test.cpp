@@ -1,4 +1,4 @@
-// Identifier quoting, array literals, hex bytea and integer parsing for libpq text values.
+// Identifier quoting, array literals and integer parsing for libpq text values.
 #include <catch2/catch.hpp>
 
 #include "pg/text_codec.hpp"
@@ -44,26 +44,6 @@ TEST_CASE("text arrays quote every element and escape quotes and backslashes", "
 TEST_CASE("boolean arrays", "[pg]") {
   CHECK(bool_array_literal(std::vector<bool>{true, false, true}) == "{t,f,t}");
   CHECK(bool_array_literal(std::vector<bool>{}) == "{}");
-}
-
-TEST_CASE("decode_hex reads bytea hex output with or without the \\x prefix", "[pg]") {
-  CHECK(decode_hex("\\x") == std::string());
-  CHECK(decode_hex("") == std::string());
-  CHECK(decode_hex("\\x48656c6c6f") == std::string("Hello"));
-  CHECK(decode_hex("48656C6C6F") == std::string("Hello"));
-  CHECK(decode_hex("\\x00ff7f80") == std::string("\x00\xff\x7f\x80", 4));
-  CHECK_FALSE(decode_hex("\\x4").has_value());
-  CHECK_FALSE(decode_hex("zz").has_value());
-  CHECK_FALSE(decode_hex("\\x4g").has_value());
-  std::string all;
-  std::string hex = "\\x";
-  for (int b = 0; b < 256; ++b) {
-    all.push_back(static_cast<char>(b));
-    static constexpr char kDigits[] = "0123456789abcdef";
-    hex.push_back(kDigits[b >> 4]);
-    hex.push_back(kDigits[b & 15]);
-  }
-  CHECK(decode_hex(hex) == all);
 }
 
 TEST_CASE("parse_int64 takes the whole text or nothing", "[pg]") {
