@@ -57,7 +57,10 @@ Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, Si
                  outcomes_),
       service_(clock_),
       late_commits_(kLateCommitCheck, config.dispatch.poll_interval),
-      wakeup_policy_({}, clock_.now()) {}
+      wakeup_policy_({static_cast<double>(config.dispatch.notify_max_rate),
+                      0.4 * static_cast<double>(config.dispatch.notify_max_rate), std::chrono::milliseconds(100),
+                      config.dispatch.busy_poll},
+                     clock_.now()) {}
 
 int Dispatcher::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);

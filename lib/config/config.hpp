@@ -73,6 +73,8 @@ struct DispatchConfig {
   milliseconds release_retry{1000};          // delay after released/modified/unknown
   int releases_per_attempt = 5;   // this many releases in a row count as one failed attempt
   milliseconds poll_interval{30000};         // fallback poll when no NOTIFY arrives
+  int notify_max_rate = 500;                 // rows/s: above it writers stop NOTIFYing, the daemon polls
+  milliseconds busy_poll{3};                 // claim interval while polling
   milliseconds shutdown_timeout{10000};      // wait for in-flight outcomes on SIGTERM
   milliseconds stats_interval{10000};        // info log of rates
 

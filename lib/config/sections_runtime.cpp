@@ -15,6 +15,8 @@ constexpr IntRange kAtLeastOne{1, INT32_MAX};
 constexpr IntRange kBackoffMs{1, 86'400'000};
 constexpr IntRange kReleaseRetryMs{0, 3'600'000};
 constexpr IntRange kPollIntervalMs{10, 3'600'000};
+constexpr IntRange kNotifyMaxRate{1, 1'000'000};
+constexpr IntRange kBusyPollMs{1, 1000};
 constexpr IntRange kShutdownTimeoutMs{0, 3'600'000};
 constexpr IntRange kStatsIntervalMs{0, 86'400'000};   // 0: no stats lines
 constexpr IntRange kKeepForS{0, 315'360'000};         // up to ten years
@@ -92,6 +94,8 @@ void read_dispatch(MapReader& root, DispatchConfig& out) {
   dispatch.millis("release_retry_ms", out.release_retry, kReleaseRetryMs);
   dispatch.integer("releases_per_attempt", out.releases_per_attempt, kAtLeastOne);
   dispatch.millis("poll_interval_ms", out.poll_interval, kPollIntervalMs);
+  dispatch.integer("notify_max_rate", out.notify_max_rate, kNotifyMaxRate);
+  dispatch.millis("busy_poll_ms", out.busy_poll, kBusyPollMs);
   dispatch.millis("shutdown_timeout_ms", out.shutdown_timeout, kShutdownTimeoutMs);
   dispatch.millis("stats_interval_ms", out.stats_interval, kStatsIntervalMs);
 }
