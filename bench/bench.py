@@ -142,10 +142,19 @@ log:
     def fixed_rate(self):
         a, b = self.args, self.broker
         queue = "bench_latency_" + uuid.uuid4().hex[:6]
+        arrivals = os.path.join(self.tmp, f"{queue}.arrivals")
         consumer = subprocess.Popen(
             [os.path.join(a.build, "bench", "latency_consumer"), b.url, b.address(queue), "3",
-             b.user, b.password, b.profile], stdout=subprocess.PIPE, text=True)
+             b.user, b.password, b.profile, arrivals], stdout=subprocess.PIPE, text=True)
         assert consumer.stdout.readline().strip() == "latency_consumer ready"
+        # Each row's inserting transaction, for its commit timestamp afterwards
+        # (the row itself is gone or rewritten by then).
+        self.sql("CREATE TABLE IF NOT EXISTS public.bench_commits (message_id text, xid xid)")
+        self.sql("CREATE OR REPLACE FUNCTION public.bench_record_xid() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                 "BEGIN INSERT INTO public.bench_commits VALUES (NEW.message_id, pg_current_xact_id()::xid); "
+                 "RETURN NULL; END $$")
+        self.sql("CREATE OR REPLACE TRIGGER bench_record_xid AFTER INSERT ON outbox.messages "
+                 "FOR EACH ROW EXECUTE FUNCTION public.bench_record_xid()")
         daemon = subprocess.Popen([self.bin, "run", "-c", self.config],
                                   stderr=open(os.path.join(self.tmp, "outboxd-rate.log"), "w"))
         script = os.path.join(self.tmp, "enqueue.sql")
@@ -163,9 +172,21 @@ log:
         daemon.terminate()
         daemon.wait(timeout=60)
         fields = dict(item.split("=") for item in report.split()[1:])
+        committed = dict(self.sql("SELECT message_id, extract(epoch FROM pg_xact_commit_timestamp(xid))::float8 "
+                                  "FROM public.bench_commits"))
+        self.sql("DROP TRIGGER bench_record_xid ON outbox.messages")
+        with open(arrivals) as f:
+            from_commit = sorted((float(t) - committed[m]) * 1000 for m, t in (line.split() for line in f)
+                                 if committed.get(m) is not None)
+
+        def pct(p):
+            return from_commit[min(len(from_commit) - 1, int(p / 100 * len(from_commit)))]
         print(f"fixed rate {a.rate}/s for {a.seconds}s, {a.sessions} sessions: written {written}, received "
-              f"{fields['received']}, commit->consumer latency p50 {fields['p50']} ms, p90 {fields['p90']} ms, "
-              f"p99 {fields['p99']} ms, max {fields['max']} ms")
+              f"{fields['received']}")
+        print(f"  commit->consumer    p50 {pct(50):.2f} ms, p90 {pct(90):.2f} ms, p99 {pct(99):.2f} ms, "
+              f"max {from_commit[-1]:.2f} ms ({len(from_commit)} rows with a commit timestamp)")
+        print(f"  statement->consumer p50 {fields['p50']} ms, p90 {fields['p90']} ms, p99 {fields['p99']} ms, "
+              f"max {fields['max']} ms (from clock_timestamp() in the writer's INSERT)")
 
     def writer_cost(self):
         """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger,

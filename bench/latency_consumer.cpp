@@ -1,8 +1,10 @@
 // Commit-to-consumer latency: reads messages whose body is the writer's clock_timestamp() as epoch seconds.
 //
-// usage: latency_consumer URL ADDRESS QUIET_SECONDS [USER PASSWORD] [rabbitmq|artemis]
+// usage: latency_consumer URL ADDRESS QUIET_SECONDS [USER PASSWORD] [rabbitmq|artemis] [ARRIVALS]
 // Receives until QUIET_SECONDS pass without a message after the first one,
 // then prints `latency_consumer received=N p50=.. p90=.. p99=.. max=..` (ms).
+// With ARRIVALS, also writes `message-id arrival-epoch-seconds` per message
+// there, so the caller can measure from each row's commit timestamp.
 // A C++ consumer, so that the figure is the dispatcher's and the broker's,
 // not an interpreter's on the same two cores.
 #include <proton/connection.hpp>
@@ -10,6 +12,7 @@
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
 #include <proton/message.hpp>
+#include <proton/message_id.hpp>
 #include <proton/messaging_handler.hpp>
 #include <proton/receiver.hpp>
 #include <proton/receiver_options.hpp>
@@ -20,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -32,9 +36,11 @@ double wall_seconds() {
 class LatencyConsumer final : public proton::messaging_handler {
  public:
   LatencyConsumer(std::string url, std::string address, double quiet_seconds, std::string user, std::string password,
-                  std::string profile)
+                  std::string profile, const std::string& arrivals)
       : url_(std::move(url)), address_(std::move(address)), quiet_(quiet_seconds), user_(std::move(user)),
-        password_(std::move(password)), profile_(std::move(profile)) {}
+        password_(std::move(password)), profile_(std::move(profile)) {
+    if (!arrivals.empty()) arrivals_.open(arrivals);
+  }
 
   void on_container_start(proton::container& container) override {
     proton::connection_options options;
@@ -61,6 +67,11 @@ class LatencyConsumer final : public proton::messaging_handler {
     const double now = wall_seconds();
     const auto body = proton::get<proton::binary>(message.body());
     latencies_.push_back((now - std::stod(std::string(body.begin(), body.end()))) * 1000.0);
+    if (arrivals_.is_open()) {
+      char when[32];
+      std::snprintf(when, sizeof when, "%.6f", now);
+      arrivals_ << proton::get<std::string>(message.id()) << ' ' << when << '\n';
+    }
     last_ = now;
     if (latencies_.size() == 1) check_quiet();
   }
@@ -104,6 +115,7 @@ class LatencyConsumer final : public proton::messaging_handler {
   std::string user_, password_, profile_;
   proton::connection connection_;
   std::vector<double> latencies_;
+  std::ofstream arrivals_;
   double last_ = 0;
   bool failed_ = false;
 };
@@ -116,7 +128,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   LatencyConsumer consumer(argv[1], argv[2], std::stod(argv[3]), argc > 5 ? argv[4] : "", argc > 5 ? argv[5] : "",
-                           argc > 6 ? argv[6] : "generic");
+                           argc > 6 ? argv[6] : "generic", argc > 7 ? argv[7] : "");
   try {
     proton::container(consumer).run();
   } catch (const std::exception& e) {

@@ -205,6 +205,8 @@ unix_socket_directories = '$sock'
 max_connections = 200
 # Throwaway data: no fsync (a killed server loses nothing; only a machine crash would).
 fsync = off
+# The benchmark measures latency from each row's commit.
+track_commit_timestamp = on
 EOF
   chown postgres: "$dir/data/outboxd-services.conf"
   echo "$sock" >"$dir/socket_dir"
