@@ -8,7 +8,6 @@
 // A C++ consumer, so that the figure is the dispatcher's and the broker's,
 // not an interpreter's on the same two cores.
 #include <proton/connection.hpp>
-#include <proton/connection_options.hpp>
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
 #include <proton/message.hpp>
@@ -27,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "sasl_options.hpp"
+
 namespace {
 
 double wall_seconds() {
@@ -43,14 +44,7 @@ class LatencyConsumer final : public proton::messaging_handler {
   }
 
   void on_container_start(proton::container& container) override {
-    proton::connection_options options;
-    options.sasl_enabled(true);
-    if (user_.empty()) {
-      options.sasl_allowed_mechs("ANONYMOUS");
-    } else {
-      options.user(user_).password(password_).sasl_allowed_mechs("PLAIN").sasl_allow_insecure_mechs(true);
-    }
-    connection_ = container.connect(url_, options);
+    connection_ = container.connect(url_, bench_connection_options(user_, password_));
   }
 
   void on_connection_open(proton::connection& connection) override {

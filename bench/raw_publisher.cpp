@@ -3,7 +3,6 @@
 // usage: raw_publisher URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [rabbitmq|artemis]
 // Prints one line: `raw_publisher sent=N seconds=S rate=R` once every message was accepted.
 #include <proton/connection.hpp>
-#include <proton/connection_options.hpp>
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
 #include <proton/message.hpp>
@@ -19,6 +18,8 @@
 #include <cstdio>
 #include <string>
 
+#include "sasl_options.hpp"
+
 namespace {
 
 class RawPublisher final : public proton::messaging_handler {
@@ -29,14 +30,7 @@ class RawPublisher final : public proton::messaging_handler {
         body_(body_bytes, 'x'), user_(std::move(user)), password_(std::move(password)), profile_(std::move(profile)) {}
 
   void on_container_start(proton::container& container) override {
-    proton::connection_options options;
-    options.sasl_enabled(true);
-    if (user_.empty()) {
-      options.sasl_allowed_mechs("ANONYMOUS");
-    } else {
-      options.user(user_).password(password_).sasl_allowed_mechs("PLAIN").sasl_allow_insecure_mechs(true);
-    }
-    container.connect(url_, options);
+    container.connect(url_, bench_connection_options(user_, password_));
   }
 
   void on_connection_open(proton::connection& connection) override {
