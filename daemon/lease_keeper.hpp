@@ -1,13 +1,13 @@
-// Which partitions this instance may publish, and until when (fencing by own clock).
+// Lease renewal against the database, and the partitions and fence it yields (dispatch::LeaseBook).
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "core/clock.hpp"
 #include "core/result.hpp"
+#include "dispatch/lease_book.hpp"
 #include "pg/lease_store.hpp"
 
 namespace outboxd::daemon {
@@ -23,25 +23,22 @@ class LeaseKeeper {
 
   // False once the leases could have expired in the database: measured from
   // the start of the last successful renewal, minus the safety margin.
-  bool may_publish() const;
+  bool may_publish() const { return book_.may_publish(clock_.now()); }
   // Partitions to claim rows from: held and within the share.
-  const std::vector<int>& partitions() const { return partitions_; }
+  const std::vector<int>& partitions() const { return book_.partitions(); }
   // Held over the share: no new rows; release once none is in flight.
-  const std::vector<int>& draining() const { return draining_; }
+  const std::vector<int>& draining() const { return book_.draining(); }
   core::Status release_drained(pg::LeaseStore& store, const std::vector<int>& drained);
-  core::SteadyTime next_renewal() const { return renew_at_; }
-  core::SteadyTime valid_until() const { return valid_until_; }
+  core::SteadyTime next_renewal() const { return book_.next_renewal(); }
+  core::SteadyTime valid_until() const { return book_.valid_until(); }
   core::Status release(pg::LeaseStore& store);
-  void force_renewal() { renew_at_ = clock_.now(); }
+  void force_renewal() { book_.force_renewal(clock_.now()); }
 
  private:
   const config::LeaseConfig& config_;
   std::string instance_id_;
   const core::Clock& clock_;
-  std::vector<int> partitions_;
-  std::vector<int> draining_;
-  core::SteadyTime renew_at_{};
-  core::SteadyTime valid_until_{};
+  dispatch::LeaseBook book_;
 };
 
 }  // namespace outboxd::daemon
