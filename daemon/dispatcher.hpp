@@ -34,6 +34,9 @@ class Dispatcher {
   int run();
 
  private:
+  // Accepted rows are marked in batches; a batch waits at most this long.
+  static constexpr std::chrono::milliseconds kMarkDelay{5};
+
   // One loop iteration, in order.
   void handle_signals();
   void apply_outcomes();

@@ -1,0 +1,96 @@
+// When the loop sleeps and what wakes it: NOTIFY arming, late commits, busy polling, timers.
+#include "daemon/dispatcher.hpp"
+
+#include <algorithm>
+
+namespace outboxd::daemon {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// Upper bound on one sleep while shutting down, so the deadline is checked.
+constexpr milliseconds kStopTick{50};
+
+milliseconds until(core::SteadyTime now, core::SteadyTime then) {
+  return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(then - now));
+}
+
+}  // namespace
+
+void Dispatcher::arm_wakeup(bool idle) {
+  if (auto set = db_.store().set_idle(instance_id_, idle); !set) return fail_database(set.error());
+  idle_ = idle;
+  if (!idle) return late_commits_.clear();
+  // Read after the arming committed: whoever is still open may have inserted
+  // without NOTIFY and may commit after the claim that follows.
+  auto open = db_.store().open_transactions();
+  if (!open) return fail_database(open.error());
+  late_commits_.watch(std::move(open).value(), clock_.now());
+}
+
+void Dispatcher::check_late_commits() {
+  if (!late_commits_.check_due(clock_.now()) || !db_.up()) return;
+  auto open = db_.store().still_open(late_commits_.watched());
+  if (!open) return fail_database(open.error());
+  if (late_commits_.update(std::move(open).value(), clock_.now())) backlog_ = true;
+}
+
+bool Dispatcher::claim_possible() const {
+  const auto half_batch = static_cast<std::size_t>(config_.dispatch.batch_size) / 2;
+  return backlog_ && !stopping_ && db_.up() && leases_.may_publish() && planner_.claim_room() > half_batch;
+}
+
+milliseconds Dispatcher::sleep_budget() {
+  const auto now = clock_.now();
+  if (stopping_) return std::min(kStopTick, until(now, stop_deadline_));
+  auto deadline = std::min({next_poll_, next_purge_, next_stats_, leases_.next_renewal()});
+  auto consider = [&](std::optional<core::SteadyTime> t) {
+    if (t) deadline = std::min(deadline, *t);
+  };
+  consider(planner_.next_wakeup());
+  consider(next_due_);
+  consider(db_.next_attempt());
+  consider(service_.next_ping());
+  consider(late_commits_.next_check());
+  consider(next_busy_claim_);
+  if (writes_since_) consider(*writes_since_ + kMarkDelay);
+  if (leases_.may_publish()) consider(leases_.valid_until());
+  return until(now, deadline);
+}
+
+void Dispatcher::sleep_until_next_event() {
+  if (claim_possible()) return;  // more to read right away
+  if (!backlog_ && !idle_ && !wakeup_policy_.busy() && db_.up() && !stopping_) {
+    // Caught up: ask writers to NOTIFY, then look once more, because a row
+    // committed between the last claim and the arming sent no notification.
+    arm_wakeup(true);
+    backlog_ = true;
+    if (claim_possible()) return;
+  }
+  // libpq reads a NOTIFY that arrives during a statement along with its
+  // results and queues it: the socket will not become readable for it.
+  if (db_.drain_notifications()) {
+    backlog_ = true;
+    if (claim_possible()) return;
+  }
+  const auto ready = wait_for_events(wakeup_, signals_, db_.socket(), sleep_budget());
+  if (ready.wakeup) wakeup_.clear();
+  if (ready.database && db_.drain_notifications()) backlog_ = true;
+  const auto now = clock_.now();
+  if (now >= next_poll_) {
+    backlog_ = true;
+    next_poll_ = now + config_.dispatch.poll_interval;
+  }
+  if (next_due_ && now >= *next_due_) {
+    backlog_ = true;
+    next_due_.reset();
+  }
+  if (next_busy_claim_ && now >= *next_busy_claim_) {
+    backlog_ = true;
+    next_busy_claim_.reset();
+  }
+  check_late_commits();
+}
+
+}  // namespace outboxd::daemon
