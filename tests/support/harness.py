@@ -184,6 +184,18 @@ def run_cli(*args, check=True):
     return result
 
 
+# Processes a test started; the workdir fixture stops whatever a failed test left running.
+_started = []
+
+
+def stop_leftovers():
+    while _started:
+        process = _started.pop()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+
+
 class Daemon:
     """An `outboxd run` process with its log in a file."""
 
@@ -196,6 +208,7 @@ class Daemon:
         log = open(self.log_path, "a")
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0")
         self.process = subprocess.Popen([OUTBOXD, "run", "-c", self.config_path], stdout=log, stderr=log, env=env)
+        _started.append(self.process)
         log.close()
         return self
 
@@ -223,7 +236,10 @@ class Daemon:
 @pytest.fixture
 def workdir():
     with tempfile.TemporaryDirectory(prefix="outboxd-test-") as d:
-        yield d
+        try:
+            yield d
+        finally:
+            stop_leftovers()
 
 
 @pytest.fixture
@@ -273,6 +289,7 @@ class Peer:
         peer = os.path.join(os.path.dirname(__file__), "amqp_peer.py")
         self.process = subprocess.Popen(["/usr/bin/python3", peer, "--port", str(self.port), "--log", self.log_path,
                                          *script])
+        _started.append(self.process)
         wait_until(self._listening, timeout=10, what="AMQP peer listening")
 
     def _listening(self):
