@@ -29,6 +29,12 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   return policy;
 }
 
+// Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
+dispatch::WakeupPolicy::Settings wakeup_settings(const config::DispatchConfig& d) {
+  const auto rate = static_cast<double>(d.notify_max_rate);
+  return {rate, 0.4 * rate, std::chrono::milliseconds(100), d.busy_poll};
+}
+
 dispatch::RowRef row_ref(const core::OutboxMessage& row) {
   return {row.id, row.session_id.value_or(std::string()), row.attempts, row.partition};
 }
@@ -49,10 +55,7 @@ Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, Si
                  outcomes_),
       service_(clock_),
       late_commits_(kLateCommitCheck, config.dispatch.poll_interval),
-      wakeup_policy_({static_cast<double>(config.dispatch.notify_max_rate),
-                      0.4 * static_cast<double>(config.dispatch.notify_max_rate), std::chrono::milliseconds(100),
-                      config.dispatch.busy_poll},
-                     clock_.now()) {}
+      wakeup_policy_(wakeup_settings(config.dispatch), clock_.now()) {}
 
 int Dispatcher::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);

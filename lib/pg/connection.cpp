@@ -334,12 +334,10 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
       first_error = concluded.error();
     }
   }
-  const Failure failure = state_->last_failure;
   PGresult* sync = PQgetResult(conn);
   const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   PQclear(sync);
   if (!synced || PQexitPipelineMode(conn) != 1) return broken("ending a pipeline");
-  state_->last_failure = failure;
   if (first_error) return *first_error;
   return rows;
 }

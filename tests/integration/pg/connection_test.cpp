@@ -185,6 +185,21 @@ TEST_CASE("a connection lost at COMMIT reports the outcome as unknown", "[pg][co
   }
 }
 
+namespace {
+
+// Reads the listener's input for up to 2 s; true once a notification arrived.
+bool notified_within_2s(Connection& listener) {
+  for (int i = 0; i < 100; ++i) {
+    auto got = listener.consume_input_and_notifications();
+    REQUIRE(got.ok());
+    if (got.value()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("LISTEN survives a reset and notifications are read without blocking", "[pg][connection]") {
   ScratchDatabase db;
   Connection listener = db.connect();
@@ -195,14 +210,7 @@ TEST_CASE("LISTEN survives a reset and notifications are read without blocking",
   CHECK_FALSE(none.value());
 
   must(sender, "SELECT pg_notify('Mixed_Case', 'x')");
-  bool arrived = false;
-  for (int i = 0; i < 100 && !arrived; ++i) {
-    auto got = listener.consume_input_and_notifications();
-    REQUIRE(got.ok());
-    arrived = got.value();
-    if (!arrived) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  CHECK(arrived);
+  CHECK(notified_within_2s(listener));
 
   terminate_backend(listener);
   // The server's goodbye may be read before the end of the stream is seen.
@@ -216,14 +224,7 @@ TEST_CASE("LISTEN survives a reset and notifications are read without blocking",
   CHECK(lost->kind == core::ErrorKind::transient);
   REQUIRE(listener.reset().ok());
   must(sender, "SELECT pg_notify('Mixed_Case', 'y')");
-  arrived = false;
-  for (int i = 0; i < 100 && !arrived; ++i) {
-    auto got = listener.consume_input_and_notifications();
-    REQUIRE(got.ok());
-    arrived = got.value();
-    if (!arrived) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  CHECK(arrived);
+  CHECK(notified_within_2s(listener));
 }
 
 TEST_CASE("a pipeline runs its statements in one transaction and reports the first error", "[pg][connection][pipeline]") {
