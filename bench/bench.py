@@ -8,7 +8,9 @@ the same machine at the same moment:
   database ceiling  claim + mark in batches without AMQP (bench/claim_mark)
   outboxd           the daemon draining the backlog
 Fixed-rate mode (--rate): one row per transaction at R rows/s through pgbench;
-reports commit->consumer latency percentiles.
+reports commit->consumer latency percentiles beside the broker's own
+publish->consumer percentiles, measured at the same rate under the same
+writers (bench/raw_publisher in its fixed-rate mode).
 """
 
 import argparse
@@ -42,6 +44,9 @@ def parse_args():
     p.add_argument("--rate", type=int, default=0, help="fixed-rate mode: rows per second")
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--writer-cost", action="store_true", help="measure the wake-up trigger's cost to writers")
+    p.add_argument("--dispatch", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra dispatch setting for the daemon, e.g. busy_poll_ms=1 (repeatable)")
+    p.add_argument("--clients", type=int, default=4, help="fixed-rate mode: pgbench clients")
     return p.parse_args()
 
 
@@ -67,6 +72,7 @@ class Bench:
         b = self.broker
         auth = f"\n  username: \"{b.user}\"\n  password: \"{b.password}\"" if b.user else ""
         path = os.path.join(self.tmp, name)
+        extra = "".join(f"  {kv.replace('=', ': ', 1)}\n" for kv in self.args.dispatch)
         with open(path, "w") as f:
             f.write(f"""database:
   url: "{self.db_url}"
@@ -77,7 +83,7 @@ dispatch:
   in_flight: {self.args.window}
   batch_size: {self.args.batch}
   stats_interval_ms: 60000
-log:
+{extra}log:
   level: warn
 """)
         return path
@@ -139,54 +145,97 @@ log:
             for d in daemons:
                 d.wait(timeout=60)
 
-    def fixed_rate(self):
-        a, b = self.args, self.broker
-        queue = "bench_latency_" + uuid.uuid4().hex[:6]
-        arrivals = os.path.join(self.tmp, f"{queue}.arrivals")
-        consumer = subprocess.Popen(
-            [os.path.join(a.build, "bench", "latency_consumer"), b.url, b.address(queue), "3",
-             b.user, b.password, b.profile, arrivals], stdout=subprocess.PIPE, text=True)
+    def start_consumer(self, queue, arrivals=None):
+        b = self.broker
+        cmd = [os.path.join(self.args.build, "bench", "latency_consumer"), b.url, b.address(queue), "3",
+               b.user, b.password, b.profile] + ([arrivals] if arrivals else [])
+        consumer = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert consumer.stdout.readline().strip() == "latency_consumer ready"
+        return consumer
+
+    def consumer_report(self, consumer):
+        report = consumer.communicate(timeout=self.args.seconds + 120)[0].strip()
+        return dict(item.split("=") for item in report.split()[1:])
+
+    def writers(self, queue):
+        """pgbench enqueueing one row per transaction into `queue` at the fixed rate."""
+        a = self.args
+        script = os.path.join(self.tmp, f"enqueue-{queue}.sql")
+        with open(script, "w") as f:
+            f.write("SELECT outbox.enqueue(destination => '%s', message_id => gen_random_uuid()::text, "
+                    "session_id => 's' || (random() * %d)::int, "
+                    "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n"
+                    % (queue, a.sessions))
+        env = dict(os.environ, PGDATABASE=self.db_name)
+        return subprocess.Popen(["pgbench", "-n", "-c", str(a.clients), "-j", str(min(a.clients, 2)),
+                                 "-R", str(a.rate), "-T", str(a.seconds), "-f", script],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    def latency_through_outboxd(self, run):
+        """Milliseconds from each row's commit to its arrival at a consumer, sorted."""
+        queue = f"bench_latency_{run}_{uuid.uuid4().hex[:6]}"
+        arrivals = os.path.join(self.tmp, f"{queue}.arrivals")
+        consumer = self.start_consumer(queue, arrivals)
         # Each row's inserting transaction, for its commit timestamp afterwards
         # (the row itself is gone or rewritten by then).
         self.sql("CREATE TABLE IF NOT EXISTS public.bench_commits (message_id text, xid xid)")
+        self.sql("TRUNCATE public.bench_commits")
         self.sql("CREATE OR REPLACE FUNCTION public.bench_record_xid() RETURNS trigger LANGUAGE plpgsql AS $$ "
                  "BEGIN INSERT INTO public.bench_commits VALUES (NEW.message_id, pg_current_xact_id()::xid); "
                  "RETURN NULL; END $$")
         self.sql("CREATE OR REPLACE TRIGGER bench_record_xid AFTER INSERT ON outbox.messages "
                  "FOR EACH ROW EXECUTE FUNCTION public.bench_record_xid()")
         daemon = subprocess.Popen([self.bin, "run", "-c", self.config],
-                                  stderr=open(os.path.join(self.tmp, "outboxd-rate.log"), "w"))
-        script = os.path.join(self.tmp, "enqueue.sql")
-        with open(script, "w") as f:
-            f.write("SELECT outbox.enqueue(destination => '%s', message_id => gen_random_uuid()::text, "
-                    "session_id => 's' || (random() * %d)::int, "
-                    "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n"
-                    % (queue, a.sessions))
+                                  stderr=open(os.path.join(self.tmp, f"outboxd-rate-{run}.log"), "w"))
         time.sleep(1)
-        env = dict(os.environ, PGDATABASE=self.db_name)
-        out = subprocess.run(["pgbench", "-n", "-c", "4", "-j", "2", "-R", str(a.rate), "-T", str(a.seconds),
-                              "-f", script], check=True, capture_output=True, text=True, env=env).stdout
+        out, _ = self.writers(queue).communicate()
         written = int(out.split("actually processed: ")[1].split()[0])
-        report = consumer.communicate(timeout=a.seconds + 120)[0].strip()
+        received = int(self.consumer_report(consumer)["received"])
         daemon.terminate()
         daemon.wait(timeout=60)
-        fields = dict(item.split("=") for item in report.split()[1:])
+        self.sql("DROP TRIGGER bench_record_xid ON outbox.messages")
+        if received != written:
+            raise RuntimeError(f"outboxd: {written} rows written, {received} received")
         committed = dict(self.sql("SELECT message_id, extract(epoch FROM pg_xact_commit_timestamp(xid))::float8 "
                                   "FROM public.bench_commits"))
-        self.sql("DROP TRIGGER bench_record_xid ON outbox.messages")
         with open(arrivals) as f:
-            from_commit = sorted((float(t) - committed[m]) * 1000 for m, t in (line.split() for line in f)
-                                 if committed.get(m) is not None)
+            return sorted((float(t) - committed[m]) * 1000 for m, t in (line.split() for line in f)
+                          if committed.get(m) is not None)
 
-        def pct(p):
-            return from_commit[min(len(from_commit) - 1, int(p / 100 * len(from_commit)))]
-        print(f"fixed rate {a.rate}/s for {a.seconds}s, {a.sessions} sessions: written {written}, received "
-              f"{fields['received']}")
-        print(f"  commit->consumer    p50 {pct(50):.2f} ms, p90 {pct(90):.2f} ms, p99 {pct(99):.2f} ms, "
-              f"max {from_commit[-1]:.2f} ms ({len(from_commit)} rows with a commit timestamp)")
-        print(f"  statement->consumer p50 {fields['p50']} ms, p90 {fields['p90']} ms, p99 {fields['p99']} ms, "
-              f"max {fields['max']} ms (from clock_timestamp() in the writer's INSERT)")
+    def latency_broker_alone(self, run):
+        """The broker's own publish-to-consumer percentiles at the same rate, with the
+        same writers committing at the same time (their rows stay pending: no daemon)."""
+        a, b = self.args, self.broker
+        queue = f"bench_raw_latency_{run}_{uuid.uuid4().hex[:6]}"
+        consumer = self.start_consumer(queue)
+        writers = self.writers("bench_no_daemon")
+        subprocess.run([os.path.join(a.build, "bench", "raw_publisher"), b.url, b.address(queue),
+                        str(a.rate * a.seconds), str(a.window), str(a.body), b.user, b.password, b.profile,
+                        str(a.rate)], check=True, capture_output=True, timeout=a.seconds + 120)
+        writers.communicate()
+        self.sql("DELETE FROM outbox.messages WHERE destination = 'bench_no_daemon'")
+        fields = self.consumer_report(consumer)
+        return {p: float(fields[p]) for p in ("p50", "p90", "p99", "max")}
+
+    def fixed_rate(self):
+        a = self.args
+        ours, alone = [], []
+        for run in range(a.runs):
+            latencies = self.latency_through_outboxd(run)
+            ours.append({p: latencies[min(len(latencies) - 1, int(int(p[1:]) / 100 * len(latencies)))]
+                         for p in ("p50", "p90", "p99")} | {"max": latencies[-1]})
+            alone.append(self.latency_broker_alone(run))
+            print(f"run {run + 1}: outboxd commit->consumer p50 {ours[-1]['p50']:.2f} p99 {ours[-1]['p99']:.2f} ms "
+                  f"({len(latencies)} rows); broker alone p50 {alone[-1]['p50']:.2f} p99 {alone[-1]['p99']:.2f} ms",
+                  flush=True)
+
+        def line(name, runs):
+            return f"  {name:44s}" + ", ".join(f"{p} {statistics.median(r[p] for r in runs):6.2f}"
+                                               for p in ("p50", "p90", "p99", "max")) + " ms"
+        print(f"\nfixed rate {a.rate} rows/s for {a.seconds} s, {a.sessions} sessions, {a.clients} writer "
+              f"clients, {a.broker}; medians of {a.runs} runs")
+        print(line("outboxd, commit -> consumer", ours))
+        print(line("broker alone, publish -> consumer (ceiling)", alone))
 
     def writer_cost(self):
         """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger,

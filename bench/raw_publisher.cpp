@@ -1,10 +1,14 @@
 // The broker's ceiling: a plain Proton publisher sending N messages with a fixed in-flight window.
 //
-// usage: raw_publisher URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [rabbitmq|artemis]
+// usage: raw_publisher URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [rabbitmq|artemis] [RATE]
 // Prints one line: `raw_publisher sent=N seconds=S rate=R` once every message was accepted.
+// With RATE (messages per second), sends at that pace instead of as fast as
+// the window allows, each body the wall-clock send time as epoch seconds, so
+// latency_consumer measures the broker's own publish-to-consumer latency.
 #include <proton/connection.hpp>
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
+#include <proton/duration.hpp>
 #include <proton/message.hpp>
 #include <proton/message_id.hpp>
 #include <proton/messaging_handler.hpp>
@@ -13,7 +17,9 @@
 #include <proton/target_options.hpp>
 #include <proton/tracker.hpp>
 #include <proton/transport.hpp>
+#include <proton/work_queue.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -25,9 +31,10 @@ namespace {
 class RawPublisher final : public proton::messaging_handler {
  public:
   RawPublisher(std::string url, std::string address, long count, long window, std::size_t body_bytes,
-               std::string user, std::string password, std::string profile)
+               std::string user, std::string password, std::string profile, double rate)
       : url_(std::move(url)), address_(std::move(address)), count_(count), window_(window),
-        body_(body_bytes, 'x'), user_(std::move(user)), password_(std::move(password)), profile_(std::move(profile)) {}
+        body_(body_bytes, 'x'), user_(std::move(user)), password_(std::move(password)), profile_(std::move(profile)),
+        rate_(rate) {}
 
   void on_container_start(proton::container& container) override {
     container.connect(url_, bench_connection_options(user_, password_));
@@ -40,6 +47,7 @@ class RawPublisher final : public proton::messaging_handler {
     if (profile_ == "artemis") target.capabilities({proton::symbol("queue")});
     sender_ = connection.open_sender(address_, proton::sender_options().target(target));
     start_ = std::chrono::steady_clock::now();
+    if (rate_ > 0) tick();
   }
 
   void on_sendable(proton::sender&) override { send_more(); }
@@ -66,12 +74,32 @@ class RawPublisher final : public proton::messaging_handler {
   bool failed() const { return failed_; }
 
  private:
+  // Fixed-rate mode: every millisecond, send what the pace says is due.
+  void tick() {
+    send_more();
+    if (sent_ < count_) sender_.work_queue().schedule(proton::duration(1), [this] { tick(); });
+  }
+
+  long due() const {
+    if (rate_ <= 0) return count_;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return std::min(count_, static_cast<long>(elapsed * rate_));
+  }
+
   void send_more() {
-    while (sent_ < count_ && sent_ - accepted_ < window_ && sender_.credit() > 0) {
+    const long due_now = due();
+    while (sent_ < due_now && sent_ - accepted_ < window_ && sender_.credit() > 0) {
       proton::message message;
       message.id(proton::message_id(std::to_string(sent_)));
       message.durable(true);
-      message.body(proton::binary(body_.begin(), body_.end()));
+      if (rate_ > 0) {
+        char now[32];
+        const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+        const int length = std::snprintf(now, sizeof now, "%.6f", wall);
+        message.body(proton::binary(now, now + length));
+      } else {
+        message.body(proton::binary(body_.begin(), body_.end()));
+      }
       sender_.send(message, proton::binary(std::to_string(sent_)));
       ++sent_;
     }
@@ -86,6 +114,7 @@ class RawPublisher final : public proton::messaging_handler {
   std::string url_, address_;
   long count_, window_;
   std::string body_, user_, password_, profile_;
+  double rate_;  // 0: as fast as the window allows
   proton::sender sender_;
   long sent_ = 0, accepted_ = 0;
   bool failed_ = false;
@@ -96,12 +125,12 @@ class RawPublisher final : public proton::messaging_handler {
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [PROFILE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [PROFILE] [RATE]\n", argv[0]);
     return 2;
   }
   RawPublisher publisher(argv[1], argv[2], std::stol(argv[3]), std::stol(argv[4]),
                          static_cast<std::size_t>(std::stoul(argv[5])), argc > 7 ? argv[6] : "",
-                         argc > 7 ? argv[7] : "", argc > 8 ? argv[8] : "generic");
+                         argc > 7 ? argv[7] : "", argc > 8 ? argv[8] : "generic", argc > 9 ? std::stod(argv[9]) : 0.0);
   try {
     proton::container(publisher).run();
   } catch (const std::exception& e) {
