@@ -5,6 +5,8 @@ Drain mode: N rows over K sessions are committed first, then timed three ways
 in each run, so that the daemon's figure stands beside the ceilings measured on
 the same machine at the same moment:
   broker ceiling    a raw Proton publisher sending N messages, same window, same body size
+                    (and, with fewer sessions than the window, again with a window of
+                    one message per session: strict order's own ceiling)
   database ceiling  claim + mark in batches without AMQP (bench/claim_mark)
   outboxd           the daemon draining the backlog
 Fixed-rate mode (--rate): one row per transaction at R rows/s through pgbench;
@@ -103,10 +105,10 @@ dispatch:
     def pending(self):
         return self.sql("SELECT count(*) FROM outbox.messages WHERE status = 'pending'")[0][0]
 
-    def broker_ceiling(self, run):
+    def broker_ceiling(self, run, window):
         a, b = self.args, self.broker
         queue = f"bench_raw_{run}_{uuid.uuid4().hex[:6]}"
-        cmd = [os.path.join(a.build, "bench", "raw_publisher"), b.url, b.address(queue), str(a.rows), str(a.window),
+        cmd = [os.path.join(a.build, "bench", "raw_publisher"), b.url, b.address(queue), str(a.rows), str(window),
                str(a.body)]
         if b.user:
             cmd += [b.user, b.password, b.profile]
@@ -296,23 +298,35 @@ dispatch:
         if a.writer_cost:
             return self.writer_cost()
         counts = [int(x) for x in a.instances.split(",")]
-        raw, db, drained = [], [], {n: [] for n in counts}
+        # Strict order lets one row per session be in flight, so with fewer
+        # sessions than the window the raw publisher is also timed with a
+        # window of one message per session: the most any strict-order
+        # dispatcher could do against this broker.
+        chained = a.sessions if a.sessions < a.window else None
+        raw, raw_chained, db, drained = [], [], [], {n: [] for n in counts}
         for run in range(a.runs):
-            raw.append(self.broker_ceiling(run))
+            raw.append(self.broker_ceiling(run, a.window))
+            if chained:
+                raw_chained.append(self.broker_ceiling(run, chained))
             db.append(self.database_ceiling())
             for n in counts:
                 drained[n].append(self.drain(run, n))
-            print(f"run {run + 1}: broker {raw[-1]:.0f}/s, database {db[-1]:.0f}/s, "
+            print(f"run {run + 1}: broker {raw[-1]:.0f}/s, "
+                  + (f"broker at window {chained} {raw_chained[-1]:.0f}/s, " if chained else "")
+                  + f"database {db[-1]:.0f}/s, "
                   + ", ".join(f"outboxd x{n} {drained[n][-1]:.0f}/s" for n in counts), flush=True)
         broker, database = statistics.median(raw), statistics.median(db)
         print(f"\n{a.rows} rows, {a.sessions} sessions, {a.body}-byte bodies, window {a.window}, "
               f"batch {a.batch}, {a.broker}; medians of {a.runs} runs")
         print(f"  broker ceiling (raw Proton publisher)  {broker:10.0f} msgs/s")
+        if chained:
+            print(f"  same, window {chained:<5d} (one per session) {statistics.median(raw_chained):10.0f} msgs/s")
         print(f"  database ceiling (claim + mark)        {database:10.0f} rows/s")
         for n in counts:
             rate = statistics.median(drained[n])
             print(f"  outboxd, {n} instance{'s' if n > 1 else ' '}                   {rate:10.0f} rows/s"
-                  f"   {rate / broker:.0%} of broker ceiling")
+                  f"   {rate / broker:.0%} of broker ceiling"
+                  + (f", {rate / statistics.median(raw_chained):.0%} of window {chained}" if chained else ""))
 
 
 if __name__ == "__main__":
