@@ -241,6 +241,14 @@ void Dispatcher::persist_decisions() {
       metrics_.retried.inc();
     }
   }
+  // A timeout now marked may have held back later rows of its session
+  // (outbox_sql.cpp, held_back): they can be claimed now.
+  if (std::any_of(writes.dispatched.begin(), writes.dispatched.end(), [this](core::RowId id) {
+        const auto row = rows_.find(id);
+        return row != rows_.end() && row->second.due_at.has_value();
+      })) {
+    backlog_ = true;
+  }
   totals_.dispatched += writes.dispatched.size();
   metrics_.dispatched.inc(writes.dispatched.size());
   metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
@@ -311,15 +319,15 @@ void Dispatcher::claim_rows() {
     if (!planner_.knows(ref.id)) rows_.erase(ref.id);
   }
   wakeup_policy_.on_claim(result.rows.size(), clock_.now());
-  if (result.full) {
-    cursor_ = result.last_immediate_id;
+  // A pass over the immediate rows ends with a batch that is not full; the
+  // next starts from the beginning, so a transaction that committed late with
+  // a lower id is found then.
+  cursor_ = result.immediate_full ? result.last_immediate_id : 0;
+  if (result.more()) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
     if (idle_) arm_wakeup(false);
     return;
   }
-  // Caught up: the next pass starts from the beginning, so a transaction that
-  // committed late with a lower id is found then.
-  cursor_ = 0;
   backlog_ = false;
   next_due_.reset();
   if (result.next_due) next_due_ = clock_.now() + *result.next_due;

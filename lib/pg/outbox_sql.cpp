@@ -1,19 +1,42 @@
-// The SQL of the dispatch loop, written against the partial indexes of 001_outbox.sql.
+// The SQL of the dispatch loop, written against the partial indexes of 001_outbox.sql and 004_due_order.sql.
 #include "pg/outbox_sql.hpp"
 
 namespace outboxd::pg::outbox_sql {
 namespace {
 
+// Strict order among due rows: a row waits while an earlier row of its
+// session is a due timeout still pending, in flight or beyond the limit of
+// the claim that took it (timeouts are claimed in due_at order, not id
+// order); the caller claims again once that timeout is marked. Implies
+// messages_due_session_idx's predicate; its range (session, due so far) is
+// usually empty. Most of the time no timeout is due at all: one look at the
+// head of messages_scheduled_idx per statement (an InitPlan) then spares the
+// probe per row.
+//
+// The immediate claim reads it as a column and the caller drops such rows:
+// as a filter it made the generic plan sort every pending row instead of
+// walking messages_ready_idx (the planner cannot know that it rarely holds),
+// and the pass's cursor moves past those rows anyway. The scheduled claim,
+// which has no cursor, filters: rows held back must not fill its batch.
+std::string held_back(const std::string& t) {
+  return "(m.session_id IS NOT NULL "
+         "AND coalesce((SELECT d.due_at <= now() FROM " + t + " d WHERE d.status = 'pending' "
+         "AND d.due_at > d.created_at ORDER BY d.due_at LIMIT 1), false) "
+         "AND EXISTS ("
+         "SELECT 1 FROM " + t + " e WHERE e.session_id = m.session_id AND e.status = 'pending' "
+         "AND e.due_at > e.created_at AND e.due_at <= now() AND e.id < m.id))";
+}
+
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint, boolean.
-std::string columns() {
+std::string columns(const std::string& t) {
   return "m.id, m.message_id, m.destination, m.session_id, m.correlation_id, m.parent_message_id, "
          "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, m.body, "
          "(extract(epoch FROM m.ttl) * 1000)::bigint, "
          "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
          "(extract(epoch FROM m.due_at) * 1000000)::bigint, "
          "m.due_at > m.created_at, "
-         "m.attempts, m.partition";
+         "m.attempts, m.partition, " + held_back(t);
 }
 
 // Strict per-session order: a parked or backing-off row holds back every
@@ -46,7 +69,7 @@ std::string fence(const std::string& leases, const char* column, const char* own
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
 std::string claim_immediate(const std::string& t) {
-  return "SELECT " + columns() + " FROM " + t + " m "
+  return "SELECT " + columns(t) + " FROM " + t + " m "
          "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) +
          " ORDER BY m.id LIMIT $2";
 }
@@ -56,9 +79,9 @@ std::string claim_immediate(const std::string& t) {
 // short index range per claim. SKIP LOCKED for this statement only: cancel()
 // either wins completely or returns false.
 std::string claim_scheduled(const std::string& t) {
-  return "SELECT " + columns() + " FROM " + t + " m "
+  return "SELECT " + columns(t) + " FROM " + t + " m "
          "WHERE m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
-         " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
+         " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
 }
 
 std::string mark_dispatched(const std::string& t, const std::string& leases) {

@@ -40,10 +40,12 @@ using std::chrono::system_clock;
 
 system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
 
+// A claim's rows, less those held back behind a due timeout of their session.
 std::vector<core::OutboxMessage> decode(const Rows& rows) {
   std::vector<core::OutboxMessage> out;
   out.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
+    if (rows.boolean(r, sql::kHeldBack)) continue;
     core::OutboxMessage m;
     m.id = rows.int64(r, sql::kId);
     m.message_id = std::string(rows.text(r, sql::kMessageId));
@@ -127,20 +129,25 @@ core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& part
        {scheduled_name, {set, count}, ResultFormat::binary},
        {next_due_name, {set}}});
   if (!results) return in_context("claiming rows", results.error());
-  auto immediate = decode(results.value()[0]);
-  auto scheduled = decode(results.value()[1]);
+  const Rows& immediate_rows = results.value()[0];
+  const Rows& scheduled_rows = results.value()[1];
 
   // A full immediate batch may have left out rows above its last id; a
   // scheduled row above that id waits for the next claim too, so that no
-  // session sees a higher id before a lower one.
+  // session sees a higher id before a lower one. Fullness and the cursor
+  // count the rows held back too: the pass moves past them (they are found
+  // again by the next pass or the next claim after their timeout is marked).
   Claim claim;
   claim.next_due = wait_of(results.value()[2]);
   core::RowId cut = std::numeric_limits<core::RowId>::max();
-  if (!immediate.empty()) claim.last_immediate_id = immediate.back().id;
-  if (immediate.size() == static_cast<std::size_t>(limit)) {
+  if (immediate_rows.size() > 0) claim.last_immediate_id = immediate_rows.int64(immediate_rows.size() - 1, sql::kId);
+  if (immediate_rows.size() == limit) {
     cut = claim.last_immediate_id;
-    claim.full = true;
+    claim.immediate_full = true;
   }
+  claim.scheduled_full = scheduled_rows.size() == limit;
+  auto immediate = decode(immediate_rows);
+  auto scheduled = decode(scheduled_rows);
   auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
   std::sort(scheduled.begin(), scheduled.end(), by_id);
   auto& merged = claim.rows;

@@ -69,8 +69,10 @@ class OutboxStore {
   // transactions committed late with lower ids.
   struct Claim {
     std::vector<core::OutboxMessage> rows;  // in id order
-    bool full = false;                      // the immediate batch hit the limit: more may follow
+    bool immediate_full = false;            // the immediate batch hit the limit: the pass goes on
+    bool scheduled_full = false;            // so did the due scheduled batch: more are due
     core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
+    bool more() const { return immediate_full || scheduled_full; }
     // time_to_next_due() as of the claim: the three statements go in one
     // pipeline, one round trip, one transaction.
     std::optional<std::chrono::milliseconds> next_due;

@@ -1,5 +1,6 @@
 """outboxd run against real brokers: mapping, order, scheduling, cancellation, wake-up."""
 
+import datetime
 import json
 import time
 
@@ -111,6 +112,43 @@ def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, br
     assert late == []
     status = database.query("SELECT status FROM outbox.messages WHERE message_id = 'timeout-cancelled'")
     assert status == [("cancelled",)]
+
+
+def test_overdue_timeouts_beyond_one_batch_keep_session_order_and_do_not_wait_for_the_poll(workdir, database, broker):
+    """Many more overdue scheduled rows than one claim takes, due in the reverse of their id order,
+    with later immediate rows of the same sessions: each session still sees id order, and the rows
+    beyond the first batch go out at once, not at the next poll."""
+    queue = unique("overdue")
+    sessions, timeouts, followers = 5, 8, 4
+    consumer = Consumer(broker, queue, credit=1000)
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
+                          dispatch={"batch_size": 10, "poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT now()")
+        now = cur.fetchone()[0]
+        for k in range(timeouts):
+            for s in range(sessions):
+                # Due in the reverse of id order, all within 300 ms from now.
+                due = now + datetime.timedelta(milliseconds=300 - 10 * k)
+                enqueue(cur, queue, f"s{s}:{k}", f"{k}".encode(), session_id=f"s{s}", due_at=due)
+    time.sleep(0.5)  # every timeout is overdue now
+    with database.connect() as conn, conn.cursor() as cur:
+        for k in range(timeouts, timeouts + followers):
+            for s in range(sessions):
+                enqueue(cur, queue, f"s{s}:{k}", f"{k}".encode(), session_id=f"s{s}")
+    daemon = Daemon(config).start()
+    try:
+        received = consumer.receive(sessions * (timeouts + followers), timeout=10)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert len(received) == sessions * (timeouts + followers), "rows beyond the first batch waited for the poll"
+    last = {}
+    for message in received:
+        seq = int(message.body)
+        assert seq == last.get(message.group_id, -1) + 1, f"{message.group_id}: {seq} after {last.get(message.group_id)}"
+        last[message.group_id] = seq
 
 
 def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):

@@ -1,7 +1,7 @@
 -- Shape of the installed schemas: tables, columns, indexes, triggers, comments, function settings.
 BEGIN;
 SET search_path = public;
-SELECT plan(31);
+SELECT plan(32);
 
 SELECT has_schema('outbox');
 SELECT has_schema('workflow');
@@ -53,6 +53,8 @@ SELECT is(pg_get_indexdef('outbox.messages_scheduled_idx'::regclass),
   'CREATE INDEX messages_scheduled_idx ON outbox.messages USING btree (due_at, id) WHERE ((status = ''pending''::text) AND (due_at > created_at))');
 SELECT is(pg_get_indexdef('outbox.messages_blocked_idx'::regclass),
   'CREATE INDEX messages_blocked_idx ON outbox.messages USING btree (session_id, id) WHERE ((status = ''parked''::text) OR ((status = ''pending''::text) AND (next_attempt_at IS NOT NULL)))');
+SELECT is(pg_get_indexdef('outbox.messages_due_session_idx'::regclass),
+  'CREATE INDEX messages_due_session_idx ON outbox.messages USING btree (session_id, due_at, id) WHERE ((status = ''pending''::text) AND (due_at > created_at))');
 SELECT is(pg_get_indexdef('outbox.messages_finished_idx'::regclass),
   'CREATE INDEX messages_finished_idx ON outbox.messages USING btree (COALESCE(dispatched_at, cancelled_at)) WHERE (status = ANY (ARRAY[''dispatched''::text, ''cancelled''::text]))');
 

@@ -1,7 +1,7 @@
 -- The dispatcher's claims use the partial indexes, so 100k not-yet-due timeouts do not slow the claim of immediate rows.
 BEGIN;
 SET search_path = public;
-SELECT plan(11);
+SELECT plan(13);
 
 -- 100k scheduled rows not due for a day or more, 300 immediate rows (2 of them
 -- parked), 50 scheduled rows already due, 2000 finished rows.
@@ -42,6 +42,9 @@ INSERT INTO claims VALUES
   ('blocked session', $$SELECT 1 FROM outbox.messages b
                    WHERE b.session_id = 'order-1' AND b.id < 1000000
                      AND (b.status = 'parked' OR (b.status = 'pending' AND b.next_attempt_at > now()))$$),
+  ('due timeout earlier in session', $$SELECT 1 FROM outbox.messages e
+                   WHERE e.session_id = 'wf-7' AND e.status = 'pending' AND e.due_at > e.created_at
+                     AND e.due_at <= now() AND e.id < 1000000$$),
   ('next due', $$SELECT min(s.due_at) FROM outbox.messages s
                    WHERE s.status = 'pending' AND s.due_at > s.created_at AND s.due_at > now()$$),
   ('purge', $$SELECT id FROM outbox.messages
@@ -73,6 +76,10 @@ SELECT is((SELECT count(*) FROM outbox.messages
 
 SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'blocked session')),
   'messages_blocked_idx', 'the blocked-session probe uses messages_blocked_idx');
+SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'due timeout earlier in session')),
+  'messages_due_session_idx', 'the earlier-due-timeout probe uses messages_due_session_idx');
+SELECT cmp_ok(pg_temp.buffers((SELECT query FROM claims WHERE name = 'due timeout earlier in session')), '<', 10,
+  '... reading only the due part of the session''s range, not its 20 future timeouts');
 SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'next due')),
   'messages_scheduled_idx', 'the next due time comes from messages_scheduled_idx');
 SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'purge')),

@@ -4,7 +4,7 @@
 -- rolled back at the end.
 BEGIN;
 SET search_path = public;
-SELECT plan(24);
+SELECT plan(25);
 
 SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
        set_config('outboxd.workflow_schema', 'billing_wf', true) AS w,
@@ -12,9 +12,11 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/001_outbox.sql
 \ir ../../sql/002_workflow.sql
 \ir ../../sql/003_roles.sql
+\ir ../../sql/004_due_order.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
+SELECT has_index('Billing Outbox', 'messages', 'messages_due_session_idx', ARRAY['session_id', 'due_at', 'id']);
 SELECT has_schema('billing_wf');
 SELECT tables_are('Billing Outbox', ARRAY['messages', 'settings', 'leases', 'instances']);
 SELECT tables_are('billing_wf', ARRAY['instances', 'processed_messages', 'compensations']);

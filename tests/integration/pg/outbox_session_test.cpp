@@ -88,10 +88,12 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));
+  CHECK_THAT(immediate, Catch::Contains("messages_due_session_idx"));
   const std::string scheduled = plan(connection, "EXECUTE \"outboxd.outbox.claim_scheduled\"" + args);
   INFO(scheduled);
   CHECK_THAT(scheduled, Catch::Contains("messages_scheduled_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_blocked_idx"));
+  CHECK_THAT(scheduled, Catch::Contains("messages_due_session_idx"));
   const std::string next_due = plan(connection, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
   INFO(next_due);
   CHECK_THAT(next_due, Catch::Contains("messages_scheduled_idx"));

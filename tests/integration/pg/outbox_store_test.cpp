@@ -122,7 +122,7 @@ TEST_CASE("claim cuts both batches at the last id of a full one", "[pg][store]")
   const core::RowId s2 = insert(connection, {"s2", "a", past, due});
   const core::RowId i3 = insert(connection, {"i3", "b"});
   const core::RowId s4 = insert(connection, {"s4", "b", past, due});
-  const core::RowId i5 = insert(connection, {"i5", "a"});
+  const core::RowId i5 = insert(connection, {"i5", "c"});
 
   CHECK(claim_ids(store, 10) == Ids{i1, s2, i3, s4, i5});
   // Immediate batch [i1 i3] is full: s4 (> i3) waits for the next claim.
@@ -130,6 +130,37 @@ TEST_CASE("claim cuts both batches at the last id of a full one", "[pg][store]")
   // [i1] is full: s2 (> i1) waits too.
   CHECK(claim_ids(store, 1) == Ids{i1});
   CHECK(claim_ids(store, 0).empty());
+}
+
+TEST_CASE("a row waits while an earlier row of its session is a due timeout still pending", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  lease_all(connection);
+  OutboxStore store(connection, "outbox");
+  const std::string created = "now() - interval '2 hours'";
+  // Session a: two due timeouts, the later id due first, then a plain row.
+  const core::RowId t1 = insert(connection, {"t1", "a", created, "now() - interval '1 second'"});
+  const core::RowId t2 = insert(connection, {"t2", "a", created, "now() - interval '1 hour'"});
+  const core::RowId a3 = insert(connection, {"a3", "a"});
+  // Session b: a timeout not yet due holds nothing back.
+  insert(connection, {"later", "b", "now()", "now() + interval '1 hour'"});
+  const core::RowId b5 = insert(connection, {"b5", "b"});
+  const core::RowId loose = insert(connection, {"loose", std::nullopt});
+
+  // t2 waits behind t1, a3 behind both, whatever order the claim reads them in.
+  CHECK(claim_ids(store, 10) == Ids{t1, b5, loose});
+  // One row per batch: the immediate batch reads a3 and drops it (a pass
+  // moves on past it); the scheduled batch takes t1 though t2 is due first.
+  auto one = store.claim(all_partitions(), 1);
+  REQUIRE(one.ok());
+  CHECK(ids_of(one.value().rows) == Ids{t1});
+  CHECK(one.value().immediate_full);
+  CHECK(one.value().last_immediate_id == a3);
+  CHECK(one.value().scheduled_full);
+  REQUIRE(store.mark_dispatched({t1, b5, loose}, config::RetentionMode::keep, kLeaseOwner).ok());
+  CHECK(claim_ids(store, 10) == Ids{t2});
+  REQUIRE(store.mark_dispatched({t2}, config::RetentionMode::delete_rows, kLeaseOwner).ok());
+  CHECK(claim_ids(store, 10) == Ids{a3});
 }
 
 TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
