@@ -151,6 +151,28 @@ def test_overdue_timeouts_beyond_one_batch_keep_session_order_and_do_not_wait_fo
         last[message.group_id] = seq
 
 
+def test_overdue_timeouts_many_batches_long_go_out_without_waiting_for_the_poll(workdir, database, broker):
+    queue = unique("overdue-burst")
+    rows = 45  # four and a half claims
+    consumer = Consumer(broker, queue, credit=1000)
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
+                          dispatch={"batch_size": 10, "poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT now() + interval '200 milliseconds'")
+        due = cur.fetchone()[0]
+        for i in range(rows):
+            enqueue(cur, queue, f"timeout-{i}", b"x", session_id=f"wf-{i}", due_at=due)
+    time.sleep(0.4)
+    daemon = Daemon(config).start()
+    try:
+        received = consumer.receive(rows, timeout=10)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert len(received) == rows, "timeouts beyond the first claims waited for the poll"
+
+
 def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
     queue = unique("wakeup")
     consumer = Consumer(broker, queue)
