@@ -153,10 +153,14 @@ void Dispatcher::apply_outcomes() {
     broker_up_ = event.up;
   }
   std::size_t not_sent = 0;
+  const auto now = clock_.now();
   for (const auto& outcome : batch.outcomes) {
     planner_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
     switch (outcome.outcome) {
-      case core::DeliveryOutcome::accepted: metrics_.accepted.inc(); break;
+      case core::DeliveryOutcome::accepted:
+        metrics_.accepted.inc();
+        observe_delay(metrics_.delay_to_accept, outcome.id, now);
+        break;
       case core::DeliveryOutcome::rejected: metrics_.rejected.inc(); break;
       case core::DeliveryOutcome::released: metrics_.released.inc(); break;
       case core::DeliveryOutcome::unknown: metrics_.unknown.inc(); break;
@@ -233,7 +237,7 @@ void Dispatcher::persist_decisions() {
     if (f.park) {
       const auto row = rows_.find(f.id);
       spdlog::warn("parked row {} (message_id {}) after {} attempts: {}", f.id,
-                   row == rows_.end() ? std::string("?") : row->second.message_id, f.attempts, f.error);
+                   row == rows_.end() ? std::string("?") : row->second.message.message_id, f.attempts, f.error);
       ++totals_.parked;
       metrics_.parked.inc();
     } else {
@@ -245,7 +249,7 @@ void Dispatcher::persist_decisions() {
   // (outbox_sql.cpp, held_back): they can be claimed now.
   if (std::any_of(writes.dispatched.begin(), writes.dispatched.end(), [this](core::RowId id) {
         const auto row = rows_.find(id);
-        return row != rows_.end() && row->second.due_at.has_value();
+        return row != rows_.end() && row->second.message.due_at.has_value();
       })) {
     backlog_ = true;
   }
@@ -287,8 +291,8 @@ void Dispatcher::release_drained() {
   if (draining.empty() || !db_.up()) return;
   std::vector<int> busy;
   for (const auto& [id, row] : rows_) {
-    if (planner_.knows(id) && std::binary_search(draining.begin(), draining.end(), row.partition)) {
-      busy.push_back(row.partition);
+    if (planner_.knows(id) && std::binary_search(draining.begin(), draining.end(), row.message.partition)) {
+      busy.push_back(row.message.partition);
     }
   }
   std::sort(busy.begin(), busy.end());
@@ -311,7 +315,8 @@ void Dispatcher::claim_rows() {
   for (auto& row : result.rows) {
     if (planner_.knows(row.id)) continue;
     refs.push_back(row_ref(row));
-    rows_.insert_or_assign(row.id, std::move(row));
+    const auto due_since = started - row.due_for;
+    rows_.insert_or_assign(row.id, KnownRow{std::move(row), due_since});
   }
   metrics_.claimed.inc(planner_.add(refs));
   // Rows the planner refused (their session's park is not persisted yet).
@@ -344,7 +349,11 @@ void Dispatcher::publish_ready() {
   if (ids.empty()) return;
   std::vector<core::OutboxMessage> batch;
   batch.reserve(ids.size());
-  for (const auto id : ids) batch.push_back(rows_.at(id));
+  const auto now = clock_.now();
+  for (const auto id : ids) {
+    batch.push_back(rows_.at(id).message);
+    observe_delay(metrics_.delay_to_publish, id, now);
+  }
   metrics_.published.inc(batch.size());
   publisher_.publish(std::move(batch), leases_.valid_until());
 }
@@ -385,6 +394,14 @@ void Dispatcher::log_stats() {
   }
   last_stats_ = totals_;
   next_stats_ = now + config_.dispatch.stats_interval;
+}
+
+// From the moment a row became due (its claim's start less how long the
+// database says it had been due) to `now`.
+void Dispatcher::observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now) {
+  if (const auto row = rows_.find(id); row != rows_.end()) {
+    histogram.observe(std::chrono::duration<double>(now - row->second.due_since).count());
+  }
 }
 
 bool Dispatcher::finished_stopping() const {

@@ -52,6 +52,7 @@ class Dispatcher {
   void update_health();
 
   bool finished_stopping() const;
+  void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
   void forget_rows(const std::vector<core::RowId>& ids);
   bool claim_possible() const;
@@ -77,8 +78,13 @@ class Dispatcher {
   ServiceManager service_;
   bool announced_ready_ = false;
 
-  // Payloads of the rows the planner knows, by id.
-  std::unordered_map<core::RowId, core::OutboxMessage> rows_;
+  // Payloads of the rows the planner knows, by id, with the moment each
+  // became due on our steady clock (claim time less how long it had been due).
+  struct KnownRow {
+    core::OutboxMessage message;
+    core::SteadyTime due_since;
+  };
+  std::unordered_map<core::RowId, KnownRow> rows_;
 
   // Claim bookkeeping: `backlog_` means a claim may find rows; `cursor_` is
   // where the current pass over immediate rows continues (0: from the start).

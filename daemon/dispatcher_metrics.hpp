@@ -23,7 +23,11 @@ struct DispatcherMetrics {
         buffered(r.gauge("outboxd_buffered", "Claimed rows waiting to be published")),
         partitions(r.gauge("outboxd_partitions_held", "Partitions leased by this instance")),
         claim_seconds(r.histogram("outboxd_claim_duration_seconds", "Time of one claim round trip")),
-        mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")) {}
+        mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")),
+        delay_to_publish(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "publish"}},
+                                     delay_buckets())),
+        delay_to_accept(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "accept"}},
+                                    delay_buckets())) {}
 
   metrics::Counter& claimed;
   metrics::Counter& published;
@@ -42,6 +46,18 @@ struct DispatcherMetrics {
   metrics::Gauge& partitions;
   metrics::Histogram& claim_seconds;
   metrics::Histogram& mark_seconds;
+  metrics::Histogram& delay_to_publish;  // handed to the AMQP client
+  metrics::Histogram& delay_to_accept;   // the broker's accepted outcome applied
+
+ private:
+  static constexpr const char* kDelayHelp =
+      "Time from a row becoming due (created_at, due_at of a timeout, or the end of a backoff; database "
+      "clock up to the claim) until it was handed to the AMQP client or the broker accepted it";
+  // Finer than the default buckets where a healthy dispatcher lives: a few milliseconds.
+  static std::vector<double> delay_buckets() {
+    return {0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5,
+            10, 30, 60, 300};
+  }
 };
 
 }  // namespace outboxd::daemon

@@ -30,6 +30,9 @@ struct OutboxMessage {
   std::optional<std::chrono::system_clock::time_point> due_at;
   int attempts = 0;
   int partition = 0;
+  // How long the row had been due when it was claimed, on the database's
+  // clock: since created_at, due_at for a timeout, or the end of a backoff.
+  std::chrono::microseconds due_for{0};
 };
 
 // The broker's settlement of one delivery, or its absence.

@@ -36,7 +36,9 @@ std::string columns(const std::string& t) {
          "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
          "(extract(epoch FROM m.due_at) * 1000000)::bigint, "
          "m.due_at > m.created_at, "
-         "m.attempts, m.partition, " + held_back(t);
+         "m.attempts, m.partition, "
+         "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint, " +
+         held_back(t);
 }
 
 // Strict per-session order: a parked or backing-off row holds back every

@@ -9,7 +9,7 @@ namespace outboxd::pg::outbox_sql {
 enum Column {
   kId, kMessageId, kDestination, kSessionId, kCorrelationId, kParentMessageId, kOriginatingMessageId,
   kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedUs, kDueUs, kScheduled,
-  kAttempts, kPartition, kHeldBack, kColumnCount
+  kAttempts, kPartition, kDueForUs, kHeldBack, kColumnCount
 };
 
 std::string claim_immediate(const std::string& t);

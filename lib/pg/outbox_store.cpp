@@ -65,6 +65,8 @@ std::vector<core::OutboxMessage> decode(const Rows& rows) {
     if (rows.boolean(r, sql::kScheduled)) m.due_at = from_epoch_us(rows.int64(r, sql::kDueUs));
     m.attempts = static_cast<int>(rows.int64(r, sql::kAttempts));
     m.partition = static_cast<int>(rows.int64(r, sql::kPartition));
+    // A clock step on the server can make it negative: then it says nothing.
+    m.due_for = microseconds(std::max<std::int64_t>(0, rows.int64(r, sql::kDueForUs)));
     out.push_back(std::move(m));
   }
   return out;

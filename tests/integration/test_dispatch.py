@@ -3,10 +3,11 @@
 import datetime
 import json
 import time
+import urllib.request
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, run_cli, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, free_port, run_cli, unique, wait_until, write_config
 
 BROKERS = ["rabbitmq", "artemis"]
 
@@ -171,6 +172,53 @@ def test_overdue_timeouts_many_batches_long_go_out_without_waiting_for_the_poll(
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
     assert len(received) == rows, "timeouts beyond the first claims waited for the poll"
+
+
+def scrape(port):
+    """The daemon's /metrics as {'name{labels}': value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def ready(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as reply:
+            return reply.status == 200
+    except OSError:  # refused while starting, or 503 (HTTPError) until connected
+        return False
+
+
+def test_metrics_count_outcomes_and_time_each_row_from_when_it_fell_due(workdir, database, broker):
+    queue = unique("metrics")
+    port = free_port()
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker, http={"listen": f"127.0.0.1:{port}"})
+    try:
+        wait_until(lambda: ready(port), what="/readyz 200")
+        with database.connect() as conn, conn.cursor() as cur:
+            for i in range(20):
+                enqueue(cur, queue, f"now-{i}", b"x", session_id=f"s{i % 4}")
+            cur.execute("SELECT now() + interval '1 second'")
+            enqueue(cur, queue, "timeout", b"x", due_at=cur.fetchone()[0])
+        assert len(consumer.receive(21, timeout=20)) == 21
+        metrics = wait_until(lambda: (m := scrape(port))["outboxd_rows_dispatched_total"] == 21 and m,
+                             what="21 rows marked")
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert metrics['outboxd_outcomes_total{outcome="accepted"}'] == 21
+    assert metrics['outboxd_outcomes_total{outcome="rejected"}'] == 0
+    assert metrics["outboxd_deliveries_sent_total"] == 21
+    for until in ("publish", "accept"):
+        assert metrics[f'outboxd_dispatch_delay_seconds_count{{until="{until}"}}'] == 21, until
+        assert metrics[f'outboxd_dispatch_delay_seconds_sum{{until="{until}"}}'] > 0, until
+        # Every row within half a second, the timeout too: its delay counts
+        # from its due_at, not from its insert a second earlier.
+        assert metrics[f'outboxd_dispatch_delay_seconds_bucket{{until="{until}",le="0.5"}}'] == 21, until
+    assert (metrics['outboxd_dispatch_delay_seconds_sum{until="publish"}']
+            <= metrics['outboxd_dispatch_delay_seconds_sum{until="accept"}'])
 
 
 def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):

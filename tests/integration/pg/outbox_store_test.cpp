@@ -163,6 +163,29 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   CHECK(claim_ids(store, 10) == Ids{a3});
 }
 
+TEST_CASE("claim says how long each row has been due, by the database's clock", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const core::RowId written = insert(connection, {"written", "a", "now() - interval '1 hour'", "now() - interval '1 hour'"});
+  const core::RowId timeout = insert(connection, {"timeout", "b", "now() - interval '1 hour'", "now() - interval '2 seconds'"});
+  TestRow retried{"retried", "c", "now() - interval '1 hour'", "now() - interval '1 hour'"};
+  retried.next_attempt_at = "now() - interval '3 seconds'";
+  const core::RowId backed_off = insert(connection, retried);
+
+  auto claimed = store.claim(all_partitions(), 10);
+  REQUIRE(claimed.ok());
+  const auto& rows = claimed.value().rows;
+  REQUIRE(ids_of(rows) == Ids{written, timeout, backed_off});
+  using std::chrono::seconds;
+  CHECK(rows[0].due_for >= seconds(3600));
+  CHECK(rows[0].due_for < seconds(3610));
+  CHECK(rows[1].due_for >= seconds(2));  // since due_at, not since the insert
+  CHECK(rows[1].due_for < seconds(12));
+  CHECK(rows[2].due_for >= seconds(3));  // since its backoff ended
+  CHECK(rows[2].due_for < seconds(13));
+}
+
 TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
