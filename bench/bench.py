@@ -18,11 +18,13 @@ writers (bench/raw_publisher in its fixed-rate mode).
 import argparse
 import os
 import statistics
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from urllib.parse import urlparse, urlunparse
 
@@ -30,6 +32,30 @@ import psycopg2
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
 from harness import Broker  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def delay_quantiles(metrics_text):
+    """p50 and p99 bounds (ms) of outboxd_dispatch_delay_seconds per `until` label, read from its
+    buckets: the smallest bucket bound that holds that share of the rows."""
+    buckets = {}
+    for line in metrics_text.splitlines():
+        if line.startswith("outboxd_dispatch_delay_seconds_bucket{"):
+            labels, value = line[len("outboxd_dispatch_delay_seconds_bucket{"):].rsplit("} ", 1)
+            fields = dict(item.split("=") for item in labels.split(","))
+            until, le = fields["until"].strip('"'), fields["le"].strip('"')
+            buckets.setdefault(until, []).append((float(le), float(value)))
+    out = {}
+    for until, series in buckets.items():
+        total = series[-1][1]
+        for q in (50, 99):
+            out[f"{until} p{q}"] = next(le for le, count in series if count >= q / 100 * total) * 1000
+    return out
 
 
 def parse_args():
@@ -70,7 +96,7 @@ class Bench:
         self.conn = psycopg2.connect(self.db_url)
         self.conn.autocommit = True
 
-    def write_config(self, name="outboxd.yaml"):
+    def write_config(self, name="outboxd.yaml", http_port=None):
         b = self.broker
         auth = f"\n  username: \"{b.user}\"\n  password: \"{b.password}\"" if b.user else ""
         path = os.path.join(self.tmp, name)
@@ -87,7 +113,7 @@ dispatch:
   stats_interval_ms: 60000
 {extra}log:
   level: warn
-""")
+""" + (f"http:\n  listen: \"127.0.0.1:{http_port}\"\n" if http_port else ""))
         return path
 
     def sql(self, query, params=None):
@@ -115,7 +141,14 @@ dispatch:
         else:
             cmd += ["", "", b.profile]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600).stdout
+        self.drop_queue(queue)
         return float(out.split("rate=")[1].split()[0])
+
+    def drop_queue(self, queue):
+        """Deletes a queue nobody consumed, so that later runs meet a broker as empty as the first did."""
+        if self.args.broker == "rabbitmq":
+            subprocess.run([os.environ["OUTBOXD_SERVICES_SH"], "rabbitmqctl", "delete_queue", queue],
+                           check=True, capture_output=True, timeout=120)
 
     def database_ceiling(self):
         self.fill("bench_db")
@@ -138,14 +171,18 @@ dispatch:
                 if started is None and left < total:
                     started = now
                 if left == 0:
-                    return total / (now - started)
+                    rate = total / (now - started)
+                    break
                 time.sleep(0.02)
-            raise RuntimeError("drain did not finish in 600 s")
+            else:
+                raise RuntimeError("drain did not finish in 600 s")
         finally:
             for d in daemons:
                 d.terminate()
             for d in daemons:
                 d.wait(timeout=60)
+        self.drop_queue(queue)
+        return rate
 
     def start_consumer(self, queue, arrivals=None):
         b = self.broker
@@ -187,12 +224,15 @@ dispatch:
                  "RETURN NULL; END $$")
         self.sql("CREATE OR REPLACE TRIGGER bench_record_xid AFTER INSERT ON outbox.messages "
                  "FOR EACH ROW EXECUTE FUNCTION public.bench_record_xid()")
-        daemon = subprocess.Popen([self.bin, "run", "-c", self.config],
+        port = free_port()
+        daemon = subprocess.Popen([self.bin, "run", "-c", self.write_config(f"outboxd-rate-{run}.yaml", port)],
                                   stderr=open(os.path.join(self.tmp, f"outboxd-rate-{run}.log"), "w"))
         time.sleep(1)
         out, _ = self.writers(queue).communicate()
         written = int(out.split("actually processed: ")[1].split()[0])
         received = int(self.consumer_report(consumer)["received"])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            self.delays.append(delay_quantiles(reply.read().decode()))
         daemon.terminate()
         daemon.wait(timeout=60)
         self.sql("DROP TRIGGER bench_record_xid ON outbox.messages")
@@ -222,6 +262,7 @@ dispatch:
     def fixed_rate(self):
         a = self.args
         ours, alone = [], []
+        self.delays = []
         for run in range(a.runs):
             latencies = self.latency_through_outboxd(run)
             ours.append({p: latencies[min(len(latencies) - 1, int(int(p[1:]) / 100 * len(latencies)))]
@@ -238,6 +279,12 @@ dispatch:
               f"clients, {a.broker}; medians of {a.runs} runs")
         print(line("outboxd, commit -> consumer", ours))
         print(line("broker alone, publish -> consumer (ceiling)", alone))
+        # Bucket bounds of the daemon's own histogram: "p99 <= 5 ms" means the bucket that holds it.
+        for until, what in (("publish", "outboxd's share, due -> handed to AMQP"),
+                            ("accept", "outboxd + broker confirm, due -> accepted")):
+            print(f"  {what:44s}p50 <= {statistics.median(d[until + ' p50'] for d in self.delays):g}, "
+                  f"p99 <= {statistics.median(d[until + ' p99'] for d in self.delays):g} ms "
+                  "(outboxd_dispatch_delay_seconds buckets)")
 
     def writer_cost(self):
         """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger,
