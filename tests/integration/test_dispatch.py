@@ -17,6 +17,15 @@ def broker(request):
     return Broker(request.param)
 
 
+def assert_session_order(received):
+    """Each message body is its row's number within its session: 0, 1, 2, ... per group-id."""
+    last = {}
+    for message in received:
+        seq = int(message.body)
+        assert seq == last.get(message.group_id, -1) + 1, f"{message.group_id}: {seq} after {last.get(message.group_id)}"
+        last[message.group_id] = seq
+
+
 def start_daemon(workdir, database, broker, /, **sections):
     path = write_config(f"{workdir}/outboxd.yaml", database, broker, **sections)
     run_cli("migrate", "-c", path)
@@ -80,11 +89,7 @@ def test_thousands_of_rows_keep_per_session_order(workdir, database, broker):
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
     assert len(received) == sessions * per_session
-    last = {}
-    for message in received:
-        seq = int(message.body)
-        assert seq == last.get(message.group_id, -1) + 1, f"{message.group_id}: {seq} after {last.get(message.group_id)}"
-        last[message.group_id] = seq
+    assert_session_order(received)
 
 
 def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, broker):
@@ -115,6 +120,24 @@ def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, br
     assert status == [("cancelled",)]
 
 
+def small_batches(workdir, database, broker):
+    """A migrated config whose claims take 10 rows and whose poll never comes during a test."""
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
+                          dispatch={"batch_size": 10, "poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    return config
+
+
+def receive_from_new_daemon(config, consumer, count, timeout=10):
+    """Starts outboxd, waits up to `timeout` s for `count` messages, stops it; returns what arrived."""
+    daemon = Daemon(config).start()
+    try:
+        return consumer.receive(count, timeout=timeout)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+
+
 def test_overdue_timeouts_beyond_one_batch_keep_session_order_and_do_not_wait_for_the_poll(workdir, database, broker):
     """Many more overdue scheduled rows than one claim takes, due in the reverse of their id order,
     with later immediate rows of the same sessions: each session still sees id order, and the rows
@@ -122,9 +145,7 @@ def test_overdue_timeouts_beyond_one_batch_keep_session_order_and_do_not_wait_fo
     queue = unique("overdue")
     sessions, timeouts, followers = 5, 8, 4
     consumer = Consumer(broker, queue, credit=1000)
-    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
-                          dispatch={"batch_size": 10, "poll_interval_ms": 60000})
-    run_cli("migrate", "-c", config)
+    config = small_batches(workdir, database, broker)
     with database.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT now()")
         now = cur.fetchone()[0]
@@ -138,39 +159,23 @@ def test_overdue_timeouts_beyond_one_batch_keep_session_order_and_do_not_wait_fo
         for k in range(timeouts, timeouts + followers):
             for s in range(sessions):
                 enqueue(cur, queue, f"s{s}:{k}", f"{k}".encode(), session_id=f"s{s}")
-    daemon = Daemon(config).start()
-    try:
-        received = consumer.receive(sessions * (timeouts + followers), timeout=10)
-    finally:
-        consumer.close()
-        assert daemon.stop() == 0, daemon.log()
+    received = receive_from_new_daemon(config, consumer, sessions * (timeouts + followers))
     assert len(received) == sessions * (timeouts + followers), "rows beyond the first batch waited for the poll"
-    last = {}
-    for message in received:
-        seq = int(message.body)
-        assert seq == last.get(message.group_id, -1) + 1, f"{message.group_id}: {seq} after {last.get(message.group_id)}"
-        last[message.group_id] = seq
+    assert_session_order(received)
 
 
 def test_overdue_timeouts_many_batches_long_go_out_without_waiting_for_the_poll(workdir, database, broker):
     queue = unique("overdue-burst")
     rows = 45  # four and a half claims
     consumer = Consumer(broker, queue, credit=1000)
-    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
-                          dispatch={"batch_size": 10, "poll_interval_ms": 60000})
-    run_cli("migrate", "-c", config)
+    config = small_batches(workdir, database, broker)
     with database.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT now() + interval '200 milliseconds'")
         due = cur.fetchone()[0]
         for i in range(rows):
             enqueue(cur, queue, f"timeout-{i}", b"x", session_id=f"wf-{i}", due_at=due)
     time.sleep(0.4)
-    daemon = Daemon(config).start()
-    try:
-        received = consumer.receive(rows, timeout=10)
-    finally:
-        consumer.close()
-        assert daemon.stop() == 0, daemon.log()
+    received = receive_from_new_daemon(config, consumer, rows)
     assert len(received) == rows, "timeouts beyond the first claims waited for the poll"
 
 
