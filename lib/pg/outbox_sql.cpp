@@ -29,7 +29,8 @@ std::string held_back(const std::string& t) {
 
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint, boolean.
-std::string columns(const std::string& t) {
+// `held` is the held_back() column, or false where the claim filters on it.
+std::string columns(const std::string& held) {
   return "m.id, m.message_id, m.destination, m.session_id, m.correlation_id, m.parent_message_id, "
          "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, m.body, "
          "(extract(epoch FROM m.ttl) * 1000)::bigint, "
@@ -38,7 +39,7 @@ std::string columns(const std::string& t) {
          "m.due_at > m.created_at, "
          "m.attempts, m.partition, "
          "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint, " +
-         held_back(t);
+         held;
 }
 
 // Strict per-session order: a parked or backing-off row holds back every
@@ -71,7 +72,7 @@ std::string fence(const std::string& leases, const char* column, const char* own
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
 std::string claim_immediate(const std::string& t) {
-  return "SELECT " + columns(t) + " FROM " + t + " m "
+  return "SELECT " + columns(held_back(t)) + " FROM " + t + " m "
          "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) +
          " ORDER BY m.id LIMIT $2";
 }
@@ -81,7 +82,7 @@ std::string claim_immediate(const std::string& t) {
 // short index range per claim. SKIP LOCKED for this statement only: cancel()
 // either wins completely or returns false.
 std::string claim_scheduled(const std::string& t) {
-  return "SELECT " + columns(t) + " FROM " + t + " m "
+  return "SELECT " + columns("false") + " FROM " + t + " m "
          "WHERE m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
          " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
 }
