@@ -230,6 +230,7 @@ dispatch:
         time.sleep(1)
         out, _ = self.writers(queue).communicate()
         written = int(out.split("actually processed: ")[1].split()[0])
+        self.writer_latency.append(float(out.split("latency average = ")[1].split()[0]))
         received = int(self.consumer_report(consumer)["received"])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
             self.delays.append(delay_quantiles(reply.read().decode()))
@@ -262,7 +263,7 @@ dispatch:
     def fixed_rate(self):
         a = self.args
         ours, alone = [], []
-        self.delays = []
+        self.delays, self.writer_latency = [], []
         for run in range(a.runs):
             latencies = self.latency_through_outboxd(run)
             ours.append({p: latencies[min(len(latencies) - 1, int(int(p[1:]) / 100 * len(latencies)))]
@@ -280,11 +281,13 @@ dispatch:
         print(line("outboxd, commit -> consumer", ours))
         print(line("broker alone, publish -> consumer (ceiling)", alone))
         # Bucket bounds of the daemon's own histogram: "p99 <= 5 ms" means the bucket that holds it.
-        for until, what in (("publish", "outboxd's share, due -> handed to AMQP"),
-                            ("accept", "outboxd + broker confirm, due -> accepted")):
+        for until, what in (("publish", "row's transaction start -> handed to AMQP"),
+                            ("accept", "row's transaction start -> broker accepted")):
             print(f"  {what:44s}p50 <= {statistics.median(d[until + ' p50'] for d in self.delays):g}, "
                   f"p99 <= {statistics.median(d[until + ' p99'] for d in self.delays):g} ms "
                   "(outboxd_dispatch_delay_seconds buckets)")
+        print(f"  {'writer transaction (pgbench latency avg)':44s}{statistics.median(self.writer_latency):.2f} ms "
+              "(part of the two lines above, not of commit -> consumer)")
 
     def writer_cost(self):
         """pgbench single-row enqueue throughput, 8 clients, with and without the wake-up trigger,
