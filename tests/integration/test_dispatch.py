@@ -205,7 +205,7 @@ def test_metrics_count_outcomes_and_time_each_row_from_when_it_fell_due(workdir,
         with database.connect() as conn, conn.cursor() as cur:
             for i in range(20):
                 enqueue(cur, queue, f"now-{i}", b"x", session_id=f"s{i % 4}")
-            cur.execute("SELECT now() + interval '1 second'")
+            cur.execute("SELECT now() + interval '3 seconds'")
             enqueue(cur, queue, "timeout", b"x", due_at=cur.fetchone()[0])
         assert len(consumer.receive(21, timeout=20)) == 21
         metrics = wait_until(lambda: (m := scrape(port))["outboxd_rows_dispatched_total"] == 21 and m,
@@ -219,9 +219,9 @@ def test_metrics_count_outcomes_and_time_each_row_from_when_it_fell_due(workdir,
     for until in ("publish", "accept"):
         assert metrics[f'outboxd_dispatch_delay_seconds_count{{until="{until}"}}'] == 21, until
         assert metrics[f'outboxd_dispatch_delay_seconds_sum{{until="{until}"}}'] > 0, until
-        # Every row within half a second, the timeout too: its delay counts
-        # from its due_at, not from its insert a second earlier.
-        assert metrics[f'outboxd_dispatch_delay_seconds_bucket{{until="{until}",le="0.5"}}'] == 21, until
+        # Every row within 2.5 s (the first one attaches the link), the timeout
+        # too: its delay counts from its due_at, not from its insert 3 s earlier.
+        assert metrics[f'outboxd_dispatch_delay_seconds_bucket{{until="{until}",le="2.5"}}'] == 21, until
     assert (metrics['outboxd_dispatch_delay_seconds_sum{until="publish"}']
             <= metrics['outboxd_dispatch_delay_seconds_sum{until="accept"}'])
 
