@@ -187,6 +187,7 @@ core::Status Dispatcher::keep_database() {
     }
     backlog_ = true;
     cursor_ = 0;
+    held_in_pass_.clear();
     idle_ = false;
     late_commits_.clear();
     leases_.force_renewal();
@@ -278,6 +279,7 @@ void Dispatcher::keep_leases() {
   if (!gained.empty()) {
     // Rows of a new partition may lie below the cursor of the current pass.
     cursor_ = 0;
+    held_in_pass_.clear();
     backlog_ = true;
   }
   release_drained();
@@ -310,10 +312,17 @@ void Dispatcher::claim_rows() {
   if (!claimed) return fail_database(claimed.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   auto& result = claimed.value();
+  // A row held back behind a due timeout is passed over by this pass; its
+  // session's later rows must wait for the next pass too, or they would
+  // overtake it once the timeout is marked.
+  for (const auto& [id, session] : result.held_back) {
+    const auto [at, inserted] = held_in_pass_.try_emplace(session, id);
+    if (!inserted) at->second = std::min(at->second, id);
+  }
   std::vector<dispatch::RowRef> refs;
   refs.reserve(result.rows.size());
   for (auto& row : result.rows) {
-    if (planner_.knows(row.id)) continue;
+    if (planner_.knows(row.id) || held_in_pass(row)) continue;
     refs.push_back(row_ref(row));
     const auto due_since = started - row.due_for;
     rows_.insert_or_assign(row.id, KnownRow{std::move(row), due_since});
@@ -328,6 +337,7 @@ void Dispatcher::claim_rows() {
   // next starts from the beginning, so a transaction that committed late with
   // a lower id is found then.
   cursor_ = result.immediate_full ? result.last_immediate_id : 0;
+  if (cursor_ == 0) held_in_pass_.clear();
   if (result.more()) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
     if (idle_) arm_wakeup(false);
@@ -341,6 +351,12 @@ void Dispatcher::claim_rows() {
     if (idle_) arm_wakeup(false);
     next_busy_claim_ = clock_.now() + wakeup_policy_.busy_poll();
   }
+}
+
+bool Dispatcher::held_in_pass(const core::OutboxMessage& row) const {
+  if (held_in_pass_.empty() || !row.session_id) return false;
+  const auto held = held_in_pass_.find(*row.session_id);
+  return held != held_in_pass_.end() && row.id > held->second;
 }
 
 void Dispatcher::publish_ready() {

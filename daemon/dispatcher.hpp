@@ -52,6 +52,7 @@ class Dispatcher {
   void update_health();
 
   bool finished_stopping() const;
+  bool held_in_pass(const core::OutboxMessage& row) const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
   void forget_rows(const std::vector<core::RowId>& ids);
@@ -90,6 +91,9 @@ class Dispatcher {
   // where the current pass over immediate rows continues (0: from the start).
   bool backlog_ = true;
   core::RowId cursor_ = 0;
+  // Sessions with a row held back in the current pass, and its lowest id:
+  // their later rows wait for the next pass (see claim_rows()).
+  std::unordered_map<std::string, core::RowId> held_in_pass_;
   bool idle_ = false;            // marked idle in the database (NOTIFY armed)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour

@@ -40,12 +40,16 @@ using std::chrono::system_clock;
 
 system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
 
-// A claim's rows, less those held back behind a due timeout of their session.
-std::vector<core::OutboxMessage> decode(const Rows& rows) {
+// A claim's rows, less those held back behind a due timeout of their
+// session, which go to `held` (id and session).
+std::vector<core::OutboxMessage> decode(const Rows& rows, std::vector<std::pair<core::RowId, std::string>>& held) {
   std::vector<core::OutboxMessage> out;
   out.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
-    if (rows.boolean(r, sql::kHeldBack)) continue;
+    if (rows.boolean(r, sql::kHeldBack)) {
+      held.emplace_back(rows.int64(r, sql::kId), std::string(rows.text(r, sql::kSessionId)));
+      continue;
+    }
     core::OutboxMessage m;
     m.id = rows.int64(r, sql::kId);
     m.message_id = std::string(rows.text(r, sql::kMessageId));
@@ -148,8 +152,8 @@ core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& part
     claim.immediate_full = true;
   }
   claim.scheduled_full = scheduled_rows.size() == limit;
-  auto immediate = decode(immediate_rows);
-  auto scheduled = decode(scheduled_rows);
+  auto immediate = decode(immediate_rows, claim.held_back);
+  auto scheduled = decode(scheduled_rows, claim.held_back);
   auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
   std::sort(scheduled.begin(), scheduled.end(), by_id);
   auto& merged = claim.rows;

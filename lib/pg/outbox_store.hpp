@@ -73,6 +73,11 @@ class OutboxStore {
     bool scheduled_full = false;            // so did the due scheduled batch: more are due
     core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
     bool more() const { return immediate_full || scheduled_full; }
+    // Immediate rows left out because an earlier row of their session is a
+    // due timeout still pending: id and session. The pass moves past them,
+    // so the caller must hold back their sessions' later rows until the
+    // next pass finds them.
+    std::vector<std::pair<core::RowId, std::string>> held_back;
     // time_to_next_due() as of the claim: the three statements go in one
     // pipeline, one round trip, one transaction.
     std::optional<std::chrono::milliseconds> next_due;

@@ -148,7 +148,12 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   const core::RowId loose = insert(connection, {"loose", std::nullopt});
 
   // t2 waits behind t1, a3 behind both, whatever order the claim reads them in.
-  CHECK(claim_ids(store, 10) == Ids{t1, b5, loose});
+  auto all = store.claim(all_partitions(), 10);
+  REQUIRE(all.ok());
+  CHECK(ids_of(all.value().rows) == Ids{t1, b5, loose});
+  // a3 is read and reported, so that the caller holds back a's later rows in this pass.
+  REQUIRE(all.value().held_back.size() == 1);
+  CHECK(all.value().held_back[0] == std::pair<core::RowId, std::string>{a3, "a"});
   // One row per batch: the immediate batch reads a3 and drops it (a pass
   // moves on past it); the scheduled batch takes t1 though t2 is due first.
   auto one = store.claim(all_partitions(), 1);
