@@ -186,8 +186,7 @@ core::Status Dispatcher::keep_database() {
       announced_ready_ = true;
     }
     backlog_ = true;
-    cursor_ = 0;
-    held_in_pass_.clear();
+    restart_pass();
     idle_ = false;
     late_commits_.clear();
     leases_.force_renewal();
@@ -278,8 +277,7 @@ void Dispatcher::keep_leases() {
   if (!stopped.empty()) forget_rows(planner_.take_forgotten());
   if (!gained.empty()) {
     // Rows of a new partition may lie below the cursor of the current pass.
-    cursor_ = 0;
-    held_in_pass_.clear();
+    restart_pass();
     backlog_ = true;
   }
   release_drained();
@@ -336,8 +334,11 @@ void Dispatcher::claim_rows() {
   // A pass over the immediate rows ends with a batch that is not full; the
   // next starts from the beginning, so a transaction that committed late with
   // a lower id is found then.
-  cursor_ = result.immediate_full ? result.last_immediate_id : 0;
-  if (cursor_ == 0) held_in_pass_.clear();
+  if (result.immediate_full) {
+    cursor_ = result.last_immediate_id;
+  } else {
+    restart_pass();
+  }
   if (result.more()) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
     if (idle_) arm_wakeup(false);
@@ -351,6 +352,13 @@ void Dispatcher::claim_rows() {
     if (idle_) arm_wakeup(false);
     next_busy_claim_ = clock_.now() + wakeup_policy_.busy_poll();
   }
+}
+
+// The next claim reads the backlog from its lowest id again, and with it the
+// rows a held-back row's session gave up in this pass.
+void Dispatcher::restart_pass() {
+  cursor_ = 0;
+  held_in_pass_.clear();
 }
 
 bool Dispatcher::held_in_pass(const core::OutboxMessage& row) const {
