@@ -306,7 +306,8 @@ void Dispatcher::claim_rows() {
   const auto room = planner_.claim_room();
   const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
   const auto started = clock_.now();
-  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), cursor_);
+  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), cursor_,
+                                   claimable_known_rows());
   if (!claimed) return fail_database(claimed.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   auto& result = claimed.value();
@@ -359,6 +360,17 @@ void Dispatcher::claim_rows() {
 void Dispatcher::restart_pass() {
   cursor_ = 0;
   held_in_pass_.clear();
+}
+
+// The rows we hold that the claim could return again: immediate rows ahead of
+// the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
+// by the claim, they cost it nothing and leave its batch to new rows.
+std::vector<core::RowId> Dispatcher::claimable_known_rows() const {
+  std::vector<core::RowId> ids;
+  for (const auto& [id, known] : rows_) {
+    if (id > cursor_ || known.message.due_at) ids.push_back(id);
+  }
+  return ids;
 }
 
 bool Dispatcher::held_in_pass(const core::OutboxMessage& row) const {

@@ -54,6 +54,7 @@ class Dispatcher {
   bool finished_stopping() const;
   bool held_in_pass(const core::OutboxMessage& row) const;
   void restart_pass();
+  std::vector<core::RowId> claimable_known_rows() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
   void forget_rows(const std::vector<core::RowId>& ids);

@@ -56,6 +56,15 @@ std::string ready(const std::string& t) {
          "AND " + not_blocked(t);
 }
 
+// Rows the caller holds already (in flight, waiting, or accepted and not yet
+// marked) are left out before anything else is evaluated: a hashed SubPlan,
+// one hash table per statement. Otherwise every new pass over a backlog read
+// them all again, bodies included, and a claim full of them took the place of
+// the rows behind them.
+std::string not_held(const char* ids) {
+  return std::string(" AND m.id NOT IN (SELECT unnest(") + ids + "::bigint[]))";
+}
+
 // Lease fencing: only rows of partitions this instance (parameter `owner`)
 // still holds unexpired change, so an instance that lost a partition, paused
 // past its lease say, cannot mark or fail rows its next owner handles.
@@ -73,7 +82,7 @@ std::string fence(const std::string& leases, const char* column, const char* own
 // from just above $3, where the caller's current pass over the backlog stands.
 std::string claim_immediate(const std::string& t) {
   return "SELECT " + columns(held_back(t)) + " FROM " + t + " m "
-         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) +
+         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) + not_held("$4") +
          " ORDER BY m.id LIMIT $2";
 }
 
@@ -84,7 +93,7 @@ std::string claim_immediate(const std::string& t) {
 std::string claim_scheduled(const std::string& t) {
   return "SELECT " + columns("false") + " FROM " + t + " m "
          "WHERE m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
-         " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
+         not_held("$3") + " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
 }
 
 std::string mark_dispatched(const std::string& t, const std::string& leases) {

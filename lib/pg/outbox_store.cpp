@@ -120,10 +120,11 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params,
 }
 
 core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& partitions, int limit,
-                                                   core::RowId after_id) {
+                                                   core::RowId after_id, std::span<const core::RowId> held) {
   if (partitions.empty() || limit <= 0) return Claim{};
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
+  const std::string held_ids = int_array_literal(held);
   const std::string immediate_name = prefix_ + "claim_immediate";
   const std::string scheduled_name = prefix_ + "claim_scheduled";
   const std::string next_due_name = prefix_ + "time_to_next_due";
@@ -131,8 +132,8 @@ core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& part
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
   auto results = connection_.exec_prepared_pipeline(
-      {{immediate_name, {set, count, std::to_string(after_id)}, ResultFormat::binary},
-       {scheduled_name, {set, count}, ResultFormat::binary},
+      {{immediate_name, {set, count, std::to_string(after_id), held_ids}, ResultFormat::binary},
+       {scheduled_name, {set, count, held_ids}, ResultFormat::binary},
        {next_due_name, {set}}});
   if (!results) return in_context("claiming rows", results.error());
   const Rows& immediate_rows = results.value()[0];

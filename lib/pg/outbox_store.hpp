@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,9 +65,10 @@ class OutboxStore {
   // receive them across two claims in due order rather than id order.
   //
   // Immediate rows are read from just above `after_id`: the caller walks the
-  // backlog in passes without re-reading rows it already holds, and starts a
-  // new pass from 0 once a claim comes back short, which finds rows whose
-  // transactions committed late with lower ids.
+  // backlog in passes, and starts a new pass from 0 once a claim comes back
+  // short, which finds rows whose transactions committed late with lower ids.
+  // Rows whose ids are in `held` (the caller has them already) are left out
+  // and do not count towards `limit`, so a new pass reads none of them again.
   struct Claim {
     std::vector<core::OutboxMessage> rows;  // in id order
     bool immediate_full = false;            // the immediate batch hit the limit: the pass goes on
@@ -82,7 +84,8 @@ class OutboxStore {
     // pipeline, one round trip, one transaction.
     std::optional<std::chrono::milliseconds> next_due;
   };
-  core::Result<Claim> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0);
+  core::Result<Claim> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
+                            std::span<const core::RowId> held = {});
 
   // The broker accepted these rows. One statement: UPDATE to dispatched
   // (retention keep) or DELETE (delete_rows). Only pending rows change.

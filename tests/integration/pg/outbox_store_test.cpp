@@ -168,6 +168,31 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   CHECK(claim_ids(store, 10) == Ids{a3});
 }
 
+TEST_CASE("claim leaves out the rows the caller holds, and they do not fill its batches", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  const std::string created = "now() - interval '2 hours'";
+  Ids rows;
+  for (int i = 1; i <= 4; ++i) rows.push_back(insert(connection, {"r" + std::to_string(i), "s" + std::to_string(i)}));
+  const core::RowId t1 = insert(connection, {"t1", "a", created, "now() - interval '1 hour'"});
+  const core::RowId t2 = insert(connection, {"t2", "b", created, "now() - interval '1 minute'"});
+
+  // A new pass from 0 while r1, r2 and t1 are in flight: two new rows per batch.
+  const Ids held{rows[0], rows[1], t1};
+  auto claimed = store.claim(all_partitions(), 2, 0, held);
+  REQUIRE(claimed.ok());
+  CHECK(ids_of(claimed.value().rows) == Ids{rows[2], rows[3]});  // t2 is above the full batch's last id
+  CHECK(claimed.value().immediate_full);
+  CHECK(claimed.value().last_immediate_id == rows[3]);
+  CHECK_FALSE(claimed.value().scheduled_full);  // t1 is held: t2 alone is due and new
+
+  auto rest = store.claim(all_partitions(), 2, rows[3], held);
+  REQUIRE(rest.ok());
+  CHECK(ids_of(rest.value().rows) == Ids{t2});
+  CHECK_FALSE(rest.value().more());
+}
+
 TEST_CASE("claim says how long each row has been due, by the database's clock", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
