@@ -246,12 +246,16 @@ void Dispatcher::persist_decisions() {
     }
   }
   // A timeout now marked may have held back later rows of its session
-  // (outbox_sql.cpp, held_back): they can be claimed now.
+  // (outbox_sql.cpp, held_back): they can be claimed now. If this pass moved
+  // past some, a new pass finds them at once; it reads none of the rows we
+  // hold, so it costs a walk over their index entries, not the whole backlog
+  // that the current pass has yet to cover.
   if (std::any_of(writes.dispatched.begin(), writes.dispatched.end(), [this](core::RowId id) {
         const auto row = rows_.find(id);
         return row != rows_.end() && row->second.message.due_at.has_value();
       })) {
     backlog_ = true;
+    if (!held_in_pass_.empty()) restart_pass();
   }
   totals_.dispatched += writes.dispatched.size();
   metrics_.dispatched.inc(writes.dispatched.size());

@@ -179,6 +179,31 @@ def test_overdue_timeouts_many_batches_long_go_out_without_waiting_for_the_poll(
     assert len(received) == rows, "timeouts beyond the first claims waited for the poll"
 
 
+def test_a_row_held_back_behind_a_timeout_goes_out_when_the_timeout_is_marked_not_after_the_backlog(
+        workdir, database, broker):
+    """An immediate row whose session has an earlier timeout that is due: the claim passes over it
+    until the timeout is marked, and then it goes out at once, not when the pass over a backlog of
+    a thousand rows behind it has come to an end."""
+    queue = unique("held")
+    backlog, sessions = 1000, 100
+    consumer = Consumer(broker, queue, credit=2000)
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
+                          dispatch={"batch_size": 10, "in_flight": 10, "poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT now() + interval '100 milliseconds'")
+        enqueue(cur, queue, "timeout", b"0", session_id="held", due_at=cur.fetchone()[0])
+        enqueue(cur, queue, "after-timeout", b"1", session_id="held")
+        for i in range(backlog):
+            enqueue(cur, queue, f"backlog-{i}", f"{i // sessions}".encode(), session_id=f"b{i % sessions}")
+    time.sleep(0.3)  # the timeout is due: "after-timeout" is held back behind it
+    received = receive_from_new_daemon(config, consumer, backlog + 2, timeout=30)
+    assert len(received) == backlog + 2
+    assert_session_order(received)
+    timeout, held = [i for i, m in enumerate(received) if m.group_id == "held"]
+    assert held - timeout < 100, f"the held-back row arrived {held - timeout} messages after its timeout"
+
+
 def scrape(port):
     """The daemon's /metrics as {'name{labels}': value}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
