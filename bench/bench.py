@@ -159,9 +159,15 @@ dispatch:
 
     def drop_queue(self, queue):
         """Deletes a queue nobody consumed, so that later runs meet a broker as empty as the first did."""
+        services = os.environ["OUTBOXD_SERVICES_SH"]
         if self.args.broker == "rabbitmq":
-            subprocess.run([os.environ["OUTBOXD_SERVICES_SH"], "rabbitmqctl", "delete_queue", queue],
-                           check=True, capture_output=True, timeout=120)
+            command = [services, "rabbitmqctl", "delete_queue", queue]
+        else:
+            command = [services, "artemis", "queue", "delete", "--silent", "--name", queue,
+                       "--url", os.environ["OUTBOXD_TEST_ARTEMIS_CORE_URL"]]
+            if self.broker.user:
+                command += ["--user", self.broker.user, "--password", self.broker.password]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
 
     def database_ceiling(self):
         self.fill("bench_db")
