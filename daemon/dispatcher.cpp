@@ -248,7 +248,7 @@ void Dispatcher::persist_decisions() {
   // A timeout now marked may have held back later rows of its session
   // (outbox_sql.cpp, held_back): they can be claimed now. If this pass moved
   // past some, a new pass finds them at once; it reads none of the rows we
-  // hold, so it costs a walk over their index entries, not the whole backlog
+  // know, so it costs a walk over their index entries, not the whole backlog
   // that the current pass has yet to cover.
   if (std::any_of(writes.dispatched.begin(), writes.dispatched.end(), [this](core::RowId id) {
         const auto row = rows_.find(id);
@@ -366,7 +366,7 @@ void Dispatcher::restart_pass() {
   held_in_pass_.clear();
 }
 
-// The rows we hold that the claim could return again: immediate rows ahead of
+// The rows we know that the claim could return again: immediate rows ahead of
 // the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
 // by the claim, they cost it nothing and leave its batch to new rows.
 std::vector<core::RowId> Dispatcher::claimable_known_rows() const {

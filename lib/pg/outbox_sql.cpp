@@ -29,8 +29,8 @@ std::string held_back(const std::string& t) {
 
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint, boolean.
-// `held` is the held_back() column, or false where the claim filters on it.
-std::string columns(const std::string& held) {
+// `held_back_column` is held_back(), or false where the claim filters on it.
+std::string columns(const std::string& held_back_column) {
   return "m.id, m.message_id, m.destination, m.session_id, m.correlation_id, m.parent_message_id, "
          "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, m.body, "
          "(extract(epoch FROM m.ttl) * 1000)::bigint, "
@@ -39,7 +39,7 @@ std::string columns(const std::string& held) {
          "m.due_at > m.created_at, "
          "m.attempts, m.partition, "
          "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint, " +
-         held;
+         held_back_column;
 }
 
 // Strict per-session order: a parked or backing-off row holds back every
@@ -56,12 +56,12 @@ std::string ready(const std::string& t) {
          "AND " + not_blocked(t);
 }
 
-// Rows the caller holds already (in flight, waiting, or accepted and not yet
+// Rows the caller knows already (in flight, waiting, or accepted and not yet
 // marked) are left out before anything else is evaluated: a hashed SubPlan,
 // one hash table per statement. Otherwise every new pass over a backlog read
 // them all again, bodies included, and a claim full of them took the place of
 // the rows behind them.
-std::string not_held(const char* ids) {
+std::string not_known(const char* ids) {
   return std::string(" AND m.id NOT IN (SELECT unnest(") + ids + "::bigint[]))";
 }
 
@@ -82,7 +82,7 @@ std::string fence(const std::string& leases, const char* column, const char* own
 // from just above $3, where the caller's current pass over the backlog stands.
 std::string claim_immediate(const std::string& t) {
   return "SELECT " + columns(held_back(t)) + " FROM " + t + " m "
-         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) + not_held("$4") +
+         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) + not_known("$4") +
          " ORDER BY m.id LIMIT $2";
 }
 
@@ -93,7 +93,7 @@ std::string claim_immediate(const std::string& t) {
 std::string claim_scheduled(const std::string& t) {
   return "SELECT " + columns("false") + " FROM " + t + " m "
          "WHERE m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
-         not_held("$3") + " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
+         not_known("$3") + " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
 }
 
 std::string mark_dispatched(const std::string& t, const std::string& leases) {

@@ -41,13 +41,14 @@ using std::chrono::system_clock;
 system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
 
 // A claim's rows, less those held back behind a due timeout of their
-// session, which go to `held` (id and session).
-std::vector<core::OutboxMessage> decode(const Rows& rows, std::vector<std::pair<core::RowId, std::string>>& held) {
+// session, which go to `held_back` (id and session).
+std::vector<core::OutboxMessage> decode(const Rows& rows,
+                                        std::vector<std::pair<core::RowId, std::string>>& held_back) {
   std::vector<core::OutboxMessage> out;
   out.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
     if (rows.boolean(r, sql::kHeldBack)) {
-      held.emplace_back(rows.int64(r, sql::kId), std::string(rows.text(r, sql::kSessionId)));
+      held_back.emplace_back(rows.int64(r, sql::kId), std::string(rows.text(r, sql::kSessionId)));
       continue;
     }
     core::OutboxMessage m;
@@ -120,11 +121,11 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params,
 }
 
 core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& partitions, int limit,
-                                                   core::RowId after_id, std::span<const core::RowId> held) {
+                                                   core::RowId after_id, std::span<const core::RowId> known) {
   if (partitions.empty() || limit <= 0) return Claim{};
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
-  const std::string held_ids = int_array_literal(held);
+  const std::string known_ids = int_array_literal(known);
   const std::string immediate_name = prefix_ + "claim_immediate";
   const std::string scheduled_name = prefix_ + "claim_scheduled";
   const std::string next_due_name = prefix_ + "time_to_next_due";
@@ -132,8 +133,8 @@ core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& part
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
   auto results = connection_.exec_prepared_pipeline(
-      {{immediate_name, {set, count, std::to_string(after_id), held_ids}, ResultFormat::binary},
-       {scheduled_name, {set, count, held_ids}, ResultFormat::binary},
+      {{immediate_name, {set, count, std::to_string(after_id), known_ids}, ResultFormat::binary},
+       {scheduled_name, {set, count, known_ids}, ResultFormat::binary},
        {next_due_name, {set}}});
   if (!results) return in_context("claiming rows", results.error());
   const Rows& immediate_rows = results.value()[0];

@@ -67,7 +67,7 @@ class OutboxStore {
   // Immediate rows are read from just above `after_id`: the caller walks the
   // backlog in passes, and starts a new pass from 0 once a claim comes back
   // short, which finds rows whose transactions committed late with lower ids.
-  // Rows whose ids are in `held` (the caller has them already) are left out
+  // Rows whose ids are in `known` (the caller has them already) are left out
   // and do not count towards `limit`, so a new pass reads none of them again.
   struct Claim {
     std::vector<core::OutboxMessage> rows;  // in id order
@@ -85,7 +85,7 @@ class OutboxStore {
     std::optional<std::chrono::milliseconds> next_due;
   };
   core::Result<Claim> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
-                            std::span<const core::RowId> held = {});
+                            std::span<const core::RowId> known = {});
 
   // The broker accepted these rows. One statement: UPDATE to dispatched
   // (retention keep) or DELETE (delete_rows). Only pending rows change.

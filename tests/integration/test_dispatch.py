@@ -120,10 +120,10 @@ def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, br
     assert status == [("cancelled",)]
 
 
-def small_batches(workdir, database, broker):
+def small_batches(workdir, database, broker, **dispatch):
     """A migrated config whose claims take 10 rows and whose poll never comes during a test."""
     config = write_config(f"{workdir}/outboxd.yaml", database, broker,
-                          dispatch={"batch_size": 10, "poll_interval_ms": 60000})
+                          dispatch={"batch_size": 10, "poll_interval_ms": 60000, **dispatch})
     run_cli("migrate", "-c", config)
     return config
 
@@ -187,9 +187,7 @@ def test_a_row_held_back_behind_a_timeout_goes_out_when_the_timeout_is_marked_no
     queue = unique("held")
     backlog, sessions = 1000, 100
     consumer = Consumer(broker, queue, credit=2000)
-    config = write_config(f"{workdir}/outboxd.yaml", database, broker,
-                          dispatch={"batch_size": 10, "in_flight": 10, "poll_interval_ms": 60000})
-    run_cli("migrate", "-c", config)
+    config = small_batches(workdir, database, broker, in_flight=10)
     with database.connect() as conn, conn.cursor() as cur:
         cur.execute("SELECT now() + interval '100 milliseconds'")
         enqueue(cur, queue, "timeout", b"0", session_id="held", due_at=cur.fetchone()[0])

@@ -88,16 +88,16 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   const std::string mode = GENERATE(as<std::string>{}, "auto", "force_generic_plan");
   must(connection, "SET plan_cache_mode = " + mode);
   INFO("plan_cache_mode " << mode);
-  const std::string held = "'{3,4,5}'";
+  const std::string known = "'{3,4,5}'";
   const std::string immediate =
-      plan(connection, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + held + ")");
+      plan(connection, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + ")");
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_due_session_idx"));
-  CHECK_THAT(immediate, Catch::Contains("NOT (hashed SubPlan"));  // one hash of the held rows, not a scan per row
+  CHECK_THAT(immediate, Catch::Contains("NOT (hashed SubPlan"));  // one hash of the known rows, not a scan per row
   const std::string scheduled =
-      plan(connection, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + held + ")");
+      plan(connection, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + ")");
   INFO(scheduled);
   CHECK_THAT(scheduled, Catch::Contains("messages_scheduled_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_blocked_idx"));

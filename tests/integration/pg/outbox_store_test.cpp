@@ -179,15 +179,15 @@ TEST_CASE("claim leaves out the rows the caller holds, and they do not fill its 
   const core::RowId t2 = insert(connection, {"t2", "b", created, "now() - interval '1 minute'"});
 
   // A new pass from 0 while r1, r2 and t1 are in flight: two new rows per batch.
-  const Ids held{rows[0], rows[1], t1};
-  auto claimed = store.claim(all_partitions(), 2, 0, held);
+  const Ids known{rows[0], rows[1], t1};
+  auto claimed = store.claim(all_partitions(), 2, 0, known);
   REQUIRE(claimed.ok());
   CHECK(ids_of(claimed.value().rows) == Ids{rows[2], rows[3]});  // t2 is above the full batch's last id
   CHECK(claimed.value().immediate_full);
   CHECK(claimed.value().last_immediate_id == rows[3]);
-  CHECK_FALSE(claimed.value().scheduled_full);  // t1 is held: t2 alone is due and new
+  CHECK_FALSE(claimed.value().scheduled_full);  // t1 is known: t2 alone is due and new
 
-  auto rest = store.claim(all_partitions(), 2, rows[3], held);
+  auto rest = store.claim(all_partitions(), 2, rows[3], known);
   REQUIRE(rest.ok());
   CHECK(ids_of(rest.value().rows) == Ids{t2});
   CHECK_FALSE(rest.value().more());
