@@ -306,7 +306,7 @@ def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, 
                           dispatch={"max_attempts": 3, "backoff_initial_ms": 50, "backoff_max_ms": 200})
     # The schema refuses nested headers at insert; a row that got past it anyway
     # (constraint dropped by hand, older schema) must still be handled.
-    database.query("ALTER TABLE outbox.messages DROP CONSTRAINT messages_headers_valid")
+    database.query("ALTER TABLE outbox.messages DROP CONSTRAINT messages_row_valid")
     try:
         with database.connect() as conn, conn.cursor() as cur:
             cur.execute("INSERT INTO outbox.messages (message_id, destination, session_id, headers) "

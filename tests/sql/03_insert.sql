@@ -1,7 +1,7 @@
 -- Plain INSERT into outbox.messages: what the database derives, and the CHECK constraints by name.
 BEGIN;
 SET search_path = public;
-SELECT plan(20);
+SELECT plan(31);
 
 INSERT INTO outbox.messages (message_id, destination, body) VALUES ('plain-1', 'orders', 'hello');
 SELECT results_eq($$
@@ -63,6 +63,56 @@ SELECT throws_ok($$UPDATE outbox.messages SET status = 'cancelled' WHERE message
 SELECT lives_ok($$INSERT INTO outbox.messages (message_id, destination, traceparent)
                   VALUES ('x-7', 'orders', '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future-field')$$,
   'a later traceparent version with an extra field is accepted');
+
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, correlation_id) VALUES ('x-8', 'orders', repeat('c', 129))$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_correlation_id_valid"', 'long correlation_id');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, parent_message_id) VALUES ('x-9', 'orders', '')$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_parent_message_id_valid"', 'empty parent_message_id');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, originating_message_id) VALUES ('x-10', 'orders', E'a\nb')$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_originating_message_id_valid"',
+  'originating_message_id with a newline');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, subject) VALUES ('x-11', 'orders', repeat('s', 257))$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_subject_valid"', 'long subject');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, content_type) VALUES ('x-12', 'orders', E'text/\x01')$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_content_type_valid"',
+  'content_type with a control character');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, due_at) VALUES ('x-13', 'orders', 'infinity')$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_due_at_finite"', 'infinite due_at');
+SELECT throws_ok($$UPDATE outbox.messages SET attempts = -1 WHERE message_id = 'plain-1'$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_attempts_valid"', 'negative attempts');
+SELECT throws_ok($$UPDATE outbox.messages SET partition = -1 WHERE message_id = 'plain-1'$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_partition_valid"', 'negative partition');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination) VALUES ('x-14', 'orders'), ('x-15', E'\x01')$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_destination_valid"',
+  'every row of a multi-row insert is checked');
+
+-- The rules are one CHECK calling messages_row_valid(), which raises the
+-- error a CHECK of each rule would: clients that read the constraint name
+-- from the error fields see the same names.
+CREATE FUNCTION pg_temp.violation_fields(command text) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+  schema_name text;
+  table_name text;
+  constraint_name text;
+BEGIN
+  EXECUTE command;
+  RETURN 'no error';
+EXCEPTION WHEN check_violation THEN
+  GET STACKED DIAGNOSTICS schema_name = SCHEMA_NAME, table_name = TABLE_NAME, constraint_name = CONSTRAINT_NAME;
+  RETURN concat_ws(' ', schema_name, table_name, constraint_name);
+END
+$f$;
+SELECT is(pg_temp.violation_fields($$INSERT INTO outbox.messages (message_id, destination, subject) VALUES ('x-16', 'orders', '')$$),
+  'outbox messages messages_subject_valid', 'the error names the schema, table and rule');
+
+-- A writer's search_path cannot swap the functions the rules call.
+CREATE SCHEMA shadow;
+CREATE FUNCTION shadow.length(text) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT 0';
+SET LOCAL search_path = shadow, pg_catalog, public;
+SELECT throws_ok(format('INSERT INTO outbox.messages (message_id, destination) VALUES (%L, %L)', repeat('m', 129), 'orders'),
+  '23514', 'new row for relation "messages" violates check constraint "messages_message_id_valid"',
+  'a length() earlier on the search_path changes nothing');
+SET LOCAL search_path = public;
 
 SELECT * FROM finish();
 ROLLBACK;

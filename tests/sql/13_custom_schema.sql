@@ -4,7 +4,7 @@
 -- rolled back at the end.
 BEGIN;
 SET search_path = public;
-SELECT plan(25);
+SELECT plan(26);
 
 SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
        set_config('outboxd.workflow_schema', 'billing_wf', true) AS w,
@@ -13,6 +13,7 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/002_workflow.sql
 \ir ../../sql/003_roles.sql
 \ir ../../sql/004_due_order.sql
+\ir ../../sql/005_row_check.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
@@ -37,6 +38,9 @@ SELECT "Billing Outbox".enqueue('invoices', 'inv-1', 'x', session_id => 'acct-9'
 SELECT is((SELECT partition FROM "Billing Outbox".messages WHERE id = :inv_id), sqltest.partition_of('acct-9', 8),
   'enqueue into the custom schema, partition modulo 8');
 SELECT is((SELECT count(*) FROM outbox.messages), 0::bigint, 'the default outbox is untouched');
+SELECT throws_ok($$INSERT INTO "Billing Outbox".messages (message_id, destination) VALUES ('inv-bad', '')$$,
+  '23514', 'new row for relation "messages" violates check constraint "messages_destination_valid"',
+  'the custom schema checks its rows');
 
 SELECT billing_wf.start('acct-9', 'dunning', 'Open', correlation_id => 'c-9') AS started \gset
 SELECT billing_wf.set_timeout('acct-9', 'acct-9:reminder:1', now() + interval '7 days', 'invoices', '{}'::jsonb) AS t1 \gset
