@@ -1,7 +1,7 @@
 -- Workflow state: start, save with an expected version, processed message ids and their purge, compensations.
 BEGIN;
 SET search_path = public;
-SELECT plan(47);
+SELECT plan(56);
 
 -- start -------------------------------------------------------------------------
 
@@ -36,6 +36,20 @@ SELECT throws_ok($$SELECT workflow.start('wf-x', 'k', 's', data => '[]')$$, '220
 SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status) VALUES (repeat('w', 129), 'k', 's')$$,
   '23514', 'new row for relation "instances" violates check constraint "instances_id_valid"',
   'the CHECK constraint guards direct inserts');
+SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status) VALUES ('wf-c1', E'k\x01', 's')$$,
+  '23514', 'new row for relation "instances" violates check constraint "instances_kind_valid"', 'kind with a control character');
+SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status) VALUES ('wf-c2', 'k', '')$$,
+  '23514', 'new row for relation "instances" violates check constraint "instances_status_valid"', 'empty status');
+SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status, version) VALUES ('wf-c3', 'k', 's', 0)$$,
+  '23514', 'new row for relation "instances" violates check constraint "instances_version_valid"', 'version 0');
+SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status, originating_message_id) VALUES ('wf-c4', 'k', 's', '')$$,
+  '23514', 'new row for relation "instances" violates check constraint "instances_originating_message_id_valid"',
+  'empty originating_message_id');
+SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status, timeout_message_id) VALUES ('wf-c5', 'k', 's', 't-1')$$,
+  '23514', 'new row for relation "instances" violates check constraint "instances_timeout_complete"',
+  'a timeout id without its due time');
+SELECT throws_ok($$INSERT INTO workflow.instances (id, kind, status, data) VALUES ('wf-c6', 'k', 's', '1')$$,
+  '23514', 'new row for relation "instances" violates check constraint "instances_data_object"', 'data not an object');
 
 -- save --------------------------------------------------------------------------
 
@@ -105,6 +119,15 @@ SELECT throws_ok($$SELECT workflow.set_compensation_status('order-42', 'release-
   '22023', 'status must be pending, completed or failed', 'an unknown compensation status');
 SELECT throws_ok($$SELECT workflow.record_compensation('order-43', 'refund-payment', 'order-42:release-inventory:2')$$,
   '23505', NULL, 'a compensation message id belongs to one step');
+SELECT throws_ok($$INSERT INTO workflow.compensations (workflow_id, step, message_id) VALUES ('order-42', '', 'c-1')$$,
+  '23514', 'new row for relation "compensations" violates check constraint "compensations_step_valid"',
+  'the CHECK guards direct inserts: empty step');
+SELECT throws_ok($$UPDATE workflow.compensations SET status = 'done' WHERE workflow_id = 'order-42'$$,
+  '23514', 'new row for relation "compensations" violates check constraint "compensations_status_valid"',
+  '... and updates: unknown status');
+SELECT throws_ok($$UPDATE workflow.compensations SET attempts = 0 WHERE workflow_id = 'order-42'$$,
+  '23514', 'new row for relation "compensations" violates check constraint "compensations_attempts_valid"',
+  '... attempts 0');
 
 DELETE FROM workflow.instances WHERE id = 'order-42';
 SELECT is((SELECT count(*) FROM workflow.processed_messages WHERE workflow_id = 'order-42')

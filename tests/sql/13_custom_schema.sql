@@ -14,6 +14,7 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/003_roles.sql
 \ir ../../sql/004_due_order.sql
 \ir ../../sql/005_row_check.sql
+\ir ../../sql/006_workflow_row_check.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
