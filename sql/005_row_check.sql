@@ -37,22 +37,23 @@ AS $$
 DECLARE
   broken text;
 BEGIN
-  -- As in a CHECK, a rule that yields NULL (a NULL column) holds.
-  IF NOT (message_id ~ '^[^[:cntrl:]]+$' AND length(message_id) <= 128) THEN
+  -- As in a CHECK, a rule that yields NULL (a NULL column) holds. text_ok()
+  -- (001_outbox.sql) is the rule 001's CHECKs wrote out, inlined as SQL.
+  IF NOT text_ok(message_id, 128) THEN
     broken := 'messages_message_id_valid';
-  ELSIF NOT (destination ~ '^[^[:cntrl:]]+$' AND length(destination) <= 256) THEN
+  ELSIF NOT text_ok(destination, 256) THEN
     broken := 'messages_destination_valid';
-  ELSIF NOT (session_id ~ '^[^[:cntrl:]]+$' AND length(session_id) <= 128) THEN
+  ELSIF NOT text_ok(session_id, 128) THEN
     broken := 'messages_session_id_valid';
-  ELSIF NOT (correlation_id ~ '^[^[:cntrl:]]+$' AND length(correlation_id) <= 128) THEN
+  ELSIF NOT text_ok(correlation_id, 128) THEN
     broken := 'messages_correlation_id_valid';
-  ELSIF NOT (parent_message_id ~ '^[^[:cntrl:]]+$' AND length(parent_message_id) <= 128) THEN
+  ELSIF NOT text_ok(parent_message_id, 128) THEN
     broken := 'messages_parent_message_id_valid';
-  ELSIF NOT (originating_message_id ~ '^[^[:cntrl:]]+$' AND length(originating_message_id) <= 128) THEN
+  ELSIF NOT text_ok(originating_message_id, 128) THEN
     broken := 'messages_originating_message_id_valid';
-  ELSIF NOT (subject ~ '^[^[:cntrl:]]+$' AND length(subject) <= 256) THEN
+  ELSIF NOT text_ok(subject, 256) THEN
     broken := 'messages_subject_valid';
-  ELSIF NOT (content_type ~ '^[^[:cntrl:]]+$' AND length(content_type) <= 256) THEN
+  ELSIF NOT text_ok(content_type, 256) THEN
     broken := 'messages_content_type_valid';
   -- W3C trace context: version-traceid-parentid-flags in lowercase hex; later
   -- versions may append fields, hence the optional tail and the 256 bound.

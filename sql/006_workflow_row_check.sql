@@ -33,20 +33,21 @@ AS $$
 DECLARE
   broken text;
 BEGIN
-  -- As in a CHECK, a rule that yields NULL (a NULL column) holds.
-  IF NOT (length(id) BETWEEN 1 AND 128 AND id !~ '[[:cntrl:]]') THEN
+  -- As in a CHECK, a rule that yields NULL (a NULL column) holds. text_ok()
+  -- (001_outbox.sql) is the rule 002's CHECKs wrote out, inlined as SQL.
+  IF NOT text_ok(id, 128) THEN
     broken := 'instances_id_valid';
-  ELSIF NOT (length(kind) BETWEEN 1 AND 128 AND kind !~ '[[:cntrl:]]') THEN
+  ELSIF NOT text_ok(kind, 128) THEN
     broken := 'instances_kind_valid';
-  ELSIF NOT (length(status) BETWEEN 1 AND 128 AND status !~ '[[:cntrl:]]') THEN
+  ELSIF NOT text_ok(status, 128) THEN
     broken := 'instances_status_valid';
   ELSIF NOT (version >= 1) THEN
     broken := 'instances_version_valid';
-  ELSIF NOT (length(correlation_id) BETWEEN 1 AND 128 AND correlation_id !~ '[[:cntrl:]]') THEN
+  ELSIF NOT text_ok(correlation_id, 128) THEN
     broken := 'instances_correlation_id_valid';
-  ELSIF NOT (length(originating_message_id) BETWEEN 1 AND 128 AND originating_message_id !~ '[[:cntrl:]]') THEN
+  ELSIF NOT text_ok(originating_message_id, 128) THEN
     broken := 'instances_originating_message_id_valid';
-  ELSIF NOT (length(timeout_message_id) BETWEEN 1 AND 128 AND timeout_message_id !~ '[[:cntrl:]]') THEN
+  ELSIF NOT text_ok(timeout_message_id, 128) THEN
     broken := 'instances_timeout_message_id_valid';
   ELSIF NOT ((timeout_message_id IS NULL) = (timeout_due_at IS NULL)) THEN
     broken := 'instances_timeout_complete';
@@ -72,9 +73,9 @@ AS $$
 DECLARE
   broken text;
 BEGIN
-  IF NOT (length(step) BETWEEN 1 AND 128 AND step !~ '[[:cntrl:]]') THEN
+  IF NOT text_ok(step, 128) THEN
     broken := 'compensations_step_valid';
-  ELSIF NOT (length(message_id) BETWEEN 1 AND 128 AND message_id !~ '[[:cntrl:]]') THEN
+  ELSIF NOT text_ok(message_id, 128) THEN
     broken := 'compensations_message_id_valid';
   ELSIF NOT (status IN ('pending', 'completed', 'failed')) THEN
     broken := 'compensations_status_valid';
