@@ -12,6 +12,10 @@
 -- Rules, constraint names, SQLSTATE 23514 and messages stay as they were:
 -- the function raises the error PostgreSQL would have raised for the first
 -- rule broken (without the DETAIL that lists the row).
+--
+-- Adding the constraint reads every row once under the table's exclusive
+-- lock, so writers wait while a large outbox is checked; every row that met
+-- the old CHECKs meets this one.
 
 DO $$
 DECLARE

@@ -8,7 +8,8 @@
 -- expression back from its stored text at the start of each INSERT or UPDATE
 -- statement, and save() and set_timeout() update an instance on every
 -- transition. Rules, constraint names, SQLSTATE 23514 and messages stay as
--- they were.
+-- they were. As in 005, adding each constraint reads the table once under its
+-- exclusive lock.
 
 DO $$
 DECLARE
