@@ -10,12 +10,13 @@
 namespace outboxd::dispatch {
 
 // Writers NOTIFY only while a dispatcher is idle, and they decide when they
-// insert. A transaction that inserted just before the daemon armed, and
+// insert, by what their snapshot shows. A transaction that inserted just
+// before the daemon armed (or whose snapshot is older than the arming), and
 // commits just after the daemon's last claim, sends no notification and its
-// row is not seen. Those transactions are exactly the ones in progress in a
-// snapshot taken after arming (their ids, opaque here). The watch asks the
-// caller to check them with a growing delay, and to claim again whenever
-// some of them ended; it is done once none is left.
+// row is not seen. Those transactions are among the ones in progress right
+// after arming (their ids, opaque here). The watch asks the caller to check
+// them with a growing delay, and to claim again whenever some of them ended;
+// it is done once none is left.
 class LateCommitWatch {
  public:
   LateCommitWatch(core::Duration first_delay, core::Duration max_delay);

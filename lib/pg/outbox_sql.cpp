@@ -141,13 +141,22 @@ std::string set_idle(const std::string& instances) {
          "ON CONFLICT (instance_id) DO UPDATE SET idle = EXCLUDED.idle, heartbeat_at = now()";
 }
 
-// Transactions in progress now that have an id (every writer has one), from
-// the lock each holds on its own id. Not pg_snapshot_xip(): a snapshot leaves
-// out transactions newer than the latest completed one, and those are exactly
-// the writers that matter here. pg_locks needs no privilege.
+// Transactions in progress now, from the lock each holds on its own id: every
+// transaction of this database holds one on its virtual id from its start,
+// and a prepared one (two-phase commit) on its transaction id until COMMIT
+// PREPARED. Virtual ids, not only transaction ids: a writer that has not
+// written yet has none, and may still insert without NOTIFY (a REPEATABLE
+// READ snapshot older than the arming shows no idle instance). Not
+// pg_snapshot_xip(): a snapshot leaves out transactions newer than the latest
+// completed one, the writers that matter here. pg_locks and the datname of
+// pg_stat_activity need no privilege. The caller's own statement is left out.
 std::string open_transactions() {
-  return "SELECT transactionid::text FROM pg_locks "
-         "WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted";
+  return "SELECT l.transactionid::text FROM pg_locks l "
+         "WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted "
+         "UNION ALL "
+         "SELECT l.virtualxid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+         "WHERE l.locktype = 'virtualxid' AND l.mode = 'ExclusiveLock' AND l.granted "
+         "AND a.datname = current_database() AND l.pid <> pg_backend_pid()";
 }
 
 // Those of $1 still in progress.

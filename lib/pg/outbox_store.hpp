@@ -110,9 +110,10 @@ class OutboxStore {
 
   // Upserts this instance's row: idle makes inserts NOTIFY the wake-up channel.
   core::Status set_idle(std::string_view instance_id, bool idle);
-  // Transactions in progress right now (ids as text), and which of those are
-  // still in progress later: a writer that inserted before set_idle(true)
-  // committed sent no NOTIFY; see dispatch::LateCommitWatch.
+  // Transactions of this database in progress right now (ids as text), and
+  // which of those are still in progress later: a writer that looked for an
+  // idle instance before set_idle(true) committed sends no NOTIFY; see
+  // dispatch::LateCommitWatch.
   core::Result<std::vector<std::string>> open_transactions();
   core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions);
   // LISTEN on "<schema>_wakeup" (kept across Connection::reset()).

@@ -299,6 +299,38 @@ def test_a_commit_that_missed_the_arming_is_found_without_waiting_for_the_poll(w
     assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
 
 
+def test_a_writer_whose_snapshot_predates_the_arming_is_found_without_waiting_for_the_poll(
+        workdir, database, broker):
+    """A REPEATABLE READ writer reads the idle flags as of its snapshot, taken before the daemon went
+    idle, so its insert sends no NOTIFY; when the daemon armed, the writer had written nothing yet
+    (no transaction id). The daemon watches it all the same."""
+    queue = unique("snapshot")
+    consumer = Consumer(broker, queue)
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker, dispatch={"poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    writer = database.connect(autocommit=False)
+    try:
+        with writer.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("SELECT count(*) FROM outbox.messages")  # the snapshot: no instance registered
+        daemon = Daemon(config).start()
+        try:
+            assert consumer.quiet_for(1.0) == []  # claimed, armed, idle
+            with writer.cursor() as cur:
+                enqueue(cur, queue, "snap-1", b"x")
+            writer.commit()
+            committed = time.time()
+            [message] = consumer.receive(1, timeout=10)
+            waited = consumer.received[-1][0] - committed
+        finally:
+            assert daemon.stop() == 0, daemon.log()
+    finally:
+        writer.close()
+        consumer.close()
+    assert message.id == "snap-1"
+    assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
+
+
 def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, broker):
     queue = unique("park")
     consumer = Consumer(broker, queue)

@@ -454,3 +454,39 @@ TEST_CASE("open_transactions lists writers still open; still_open drops those th
   REQUIRE(none.ok());
   CHECK(none.value().empty());
 }
+
+TEST_CASE("open_transactions lists a transaction that has not written yet, not other databases' or its own",
+          "[pg][store][wakeup]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  auto contains = [](const std::vector<std::string>& ids, const std::string& id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  const std::string own_vxid =
+      "SELECT virtualxid FROM pg_locks WHERE locktype = 'virtualxid' AND pid = pg_backend_pid()";
+  Connection reader = db.connect();
+  must(reader, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+  must(reader, "SELECT count(*) FROM outbox.instances");  // a snapshot, no transaction id
+  const std::string vxid(must(reader, own_vxid).text(0, 0));
+  Connection elsewhere = ScratchDatabase::admin();
+  must(elsewhere, "BEGIN");
+  const std::string other_vxid(must(elsewhere, own_vxid).text(0, 0));
+
+  auto open = store.open_transactions();
+  REQUIRE(open.ok());
+  CHECK(contains(open.value(), vxid));
+  CHECK_FALSE(contains(open.value(), other_vxid));
+  must(connection, "BEGIN");
+  const std::string caller_vxid(must(connection, own_vxid).text(0, 0));
+  auto during = store.open_transactions();
+  must(connection, "COMMIT");
+  REQUIRE(during.ok());
+  CHECK_FALSE(contains(during.value(), caller_vxid));
+
+  must(reader, "COMMIT");
+  auto ended = store.still_open(open.value());
+  REQUIRE(ended.ok());
+  CHECK_FALSE(contains(ended.value(), vxid));
+  must(elsewhere, "COMMIT");
+}
