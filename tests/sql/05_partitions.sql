@@ -1,7 +1,7 @@
 -- Partition derivation and outbox.set_partition_count(): trigger rewritten, non-final rows re-hashed, leases reset.
 BEGIN;
 SET search_path = public;
-SELECT plan(15);
+SELECT plan(16);
 
 INSERT INTO outbox.messages (message_id, destination, session_id)
 SELECT 'p-' || i, 'orders', CASE WHEN i % 2 = 0 THEN 'session-' || (i % 7) END FROM generate_series(1, 200) i;
@@ -22,6 +22,9 @@ SELECT is(outbox.set_partition_count(8),
 SELECT is((SELECT partition_count FROM outbox.settings), 8, 'settings.partition_count is 8');
 SELECT matches((SELECT prosrc FROM pg_proc WHERE oid = 'outbox.messages_set_partition()'::regprocedure),
   'OPERATOR\(pg_catalog\.%\) 8;', 'the trigger function has the literal 8');
+SELECT ok((SELECT prosecdef AND prosrc LIKE '%pg_catalog.pg_notify(''outbox_wakeup'', '''')%'
+             FROM pg_proc WHERE oid = 'outbox.messages_set_partition()'::regprocedure),
+  '... and still looks for an idle instance, as a security definer');
 SELECT is((SELECT count(*) FROM outbox.messages
             WHERE status IN ('pending', 'parked')
               AND partition <> sqltest.partition_of(coalesce(session_id, message_id), 8)), 0::bigint,

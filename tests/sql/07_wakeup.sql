@@ -6,7 +6,7 @@
 -- before it in the listener's queue was caused by that step.
 BEGIN;
 SET search_path = public;
-SELECT plan(17);
+SELECT plan(20);
 
 SELECT is(dblink_connect('listener', sqltest.conninfo()), 'OK', 'listener connected');
 SELECT is(dblink_connect('app', sqltest.conninfo()), 'OK', 'application connected');
@@ -42,7 +42,7 @@ SELECT pg_temp.remote('app', $$INSERT INTO outbox.messages (message_id, destinat
 SELECT is(pg_temp.step('app', 's4'), '{""}'::text[], 'plain INSERT by the writer notifies (security definer check of instances)');
 SELECT pg_temp.remote('app', $$INSERT INTO outbox.messages (message_id, destination)
                             SELECT 'n-5-' || i, 'orders' FROM generate_series(1, 50) i$$) AS r \gset
-SELECT is(pg_temp.step('app', 's5'), '{""}'::text[], 'a 50-row insert notifies once (statement trigger)');
+SELECT is(pg_temp.step('app', 's5'), '{""}'::text[], 'a 50-row insert notifies once (PostgreSQL folds the notifications of its rows)');
 SELECT pg_temp.remote('app', $$BEGIN; SELECT outbox.enqueue('orders', 'n-6', 'x'); SELECT outbox.enqueue('orders', 'n-7', 'x'); COMMIT$$) AS r \gset
 SELECT is(pg_temp.step('app', 's6'), '{""}'::text[], 'two inserts in one transaction: one notification');
 SELECT pg_temp.remote('app', $$BEGIN; SELECT outbox.enqueue('orders', 'n-8', 'x'); ROLLBACK$$) AS r \gset
@@ -70,6 +70,21 @@ SELECT is(pg_temp.step('app', 's13'), '{}'::text[], 'after the instance woke up:
 SELECT pg_temp.remote('ops', $$UPDATE outbox.messages SET status = 'parked' WHERE message_id = 'n-10';
                             UPDATE outbox.messages SET status = 'pending' WHERE message_id = 'n-10'$$) AS r \gset
 SELECT is(pg_temp.step('ops', 's14'), '{}'::text[], '... nor on requeue');
+
+-- The check runs as a security definer; a writer's own instances table cannot fool it.
+SELECT pg_temp.remote('app', $$CREATE TEMP TABLE instances (idle boolean); INSERT INTO instances VALUES (true);
+                            SET search_path = pg_temp, outbox;
+                            INSERT INTO outbox.messages (message_id, destination) VALUES ('n-11', 'orders');
+                            RESET search_path$$) AS r \gset
+SELECT is(pg_temp.step('app', 's15'), '{}'::text[], 'an idle-looking instances table first on the writer''s search_path: no NOTIFY');
+
+-- write_partition_function(n, false) leaves the check out (to measure its cost); the default puts it back.
+SELECT pg_temp.remote('ops', $$UPDATE outbox.instances SET idle = true; SELECT outbox.write_partition_function(64, false)$$) AS r \gset
+SELECT pg_temp.remote('app', $$SELECT outbox.enqueue('orders', 'n-12', 'x')$$) AS r \gset
+SELECT is(pg_temp.step('app', 's16'), '{}'::text[], 'without the wake-up check: no NOTIFY even with an idle instance');
+SELECT pg_temp.remote('ops', $$SELECT outbox.write_partition_function(64)$$) AS r \gset
+SELECT pg_temp.remote('app', $$SELECT outbox.enqueue('orders', 'n-13', 'x')$$) AS r \gset
+SELECT is(pg_temp.step('app', 's17'), '{""}'::text[], 'write_partition_function(64) puts it back');
 
 SELECT dblink_disconnect('listener') AS d1, dblink_disconnect('app') AS d2, dblink_disconnect('ops') AS d3 \gset
 

@@ -4,7 +4,7 @@
 -- rolled back at the end.
 BEGIN;
 SET search_path = public;
-SELECT plan(26);
+SELECT plan(27);
 
 SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
        set_config('outboxd.workflow_schema', 'billing_wf', true) AS w,
@@ -15,6 +15,7 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/004_due_order.sql
 \ir ../../sql/005_row_check.sql
 \ir ../../sql/006_workflow_row_check.sql
+\ir ../../sql/007_wakeup_in_partition_trigger.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
@@ -50,15 +51,22 @@ SELECT results_eq($$SELECT session_id, correlation_id, status FROM "Billing Outb
 SELECT is(billing_wf.clear_timeout('acct-9'), true, '... and cancels there');
 SELECT is((SELECT count(*) FROM workflow.instances), 0::bigint, 'the default workflow schema is untouched');
 
--- The wake-up channel is <schema>_wakeup. A stand-in pg_notify in the outbox
--- schema (searched before pg_catalog by its functions) records the call.
+-- The wake-up channel is <schema>_wakeup. Inserts name it, and the instances
+-- table, in the generated partition trigger. A requeue calls pg_notify through
+-- the pinned search_path, so a stand-in pg_notify in the outbox schema
+-- (searched before pg_catalog) records that call.
+SELECT matches((SELECT prosrc FROM pg_proc WHERE oid = '"Billing Outbox".messages_set_partition()'::regprocedure),
+  'FROM "Billing Outbox"\.instances i WHERE i\.idle\) THEN\s+PERFORM pg_catalog\.pg_notify\(''Billing Outbox_wakeup'', ''''\)',
+  'inserts notify "Billing Outbox_wakeup" while an instance of "Billing Outbox" is idle');
 CREATE TABLE pg_temp.notified (channel text, payload text);
 CREATE FUNCTION "Billing Outbox".pg_notify(channel text, payload text) RETURNS void LANGUAGE sql
   AS $$ INSERT INTO pg_temp.notified VALUES (channel, payload) $$;
 INSERT INTO "Billing Outbox".instances (instance_id, idle) VALUES ('i-1', true);
 SELECT "Billing Outbox".enqueue('invoices', 'inv-2', 'x') AS inv2 \gset
+UPDATE "Billing Outbox".messages SET status = 'parked' WHERE message_id = 'inv-2';
+UPDATE "Billing Outbox".messages SET status = 'pending' WHERE message_id = 'inv-2';
 SELECT results_eq('SELECT channel, payload FROM pg_temp.notified', $$VALUES ('Billing Outbox_wakeup', '')$$,
-  'wake-up channel is "Billing Outbox_wakeup"');
+  'a requeue notifies "Billing Outbox_wakeup"');
 DROP FUNCTION "Billing Outbox".pg_notify(text, text);
 
 SELECT has_role('Billing Outbox_writer');
