@@ -271,29 +271,41 @@ def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
     assert sorted(latencies)[2] < 0.05, f"latencies {latencies}"
 
 
-def test_a_commit_that_missed_the_arming_is_found_without_waiting_for_the_poll(workdir, database, broker):
-    """The writer inserted before the daemon went idle, so its commit sends no NOTIFY, and it commits
-    after the daemon's last claim: the daemon watches the transactions open when it armed."""
-    queue = unique("late-commit")
+def late_writer(workdir, database, broker, queue, before_daemon, after_arming):
+    """Runs before_daemon(cursor) in a writer's transaction, starts the daemon (fallback poll 60 s),
+    waits until it idles, runs after_arming(cursor), commits, and returns the one message that
+    arrives and how long after the commit it arrived."""
     consumer = Consumer(broker, queue)
     config = write_config(f"{workdir}/outboxd.yaml", database, broker, dispatch={"poll_interval_ms": 60000})
     run_cli("migrate", "-c", config)
     writer = database.connect(autocommit=False)
     try:
         with writer.cursor() as cur:
-            enqueue(cur, queue, "late-1", b"x")  # no dispatcher is idle yet: nobody to notify
+            before_daemon(cur)
         daemon = Daemon(config).start()
         try:
-            assert consumer.quiet_for(1.0) == []  # claimed, armed, idle; the row not yet visible
+            assert consumer.quiet_for(1.0) == []  # claimed, armed, idle; nothing visible yet
+            with writer.cursor() as cur:
+                after_arming(cur)
             writer.commit()
             committed = time.time()
             [message] = consumer.receive(1, timeout=10)
-            waited = consumer.received[-1][0] - committed
+            return message, consumer.received[-1][0] - committed
         finally:
             assert daemon.stop() == 0, daemon.log()
     finally:
         writer.close()
         consumer.close()
+
+
+def test_a_commit_that_missed_the_arming_is_found_without_waiting_for_the_poll(workdir, database, broker):
+    """The writer inserted before the daemon went idle, so its commit sends no NOTIFY, and it commits
+    after the daemon's last claim: the daemon watches the transactions open when it armed."""
+    queue = unique("late-commit")
+    # No dispatcher is idle at the insert: nobody to notify.
+    message, waited = late_writer(workdir, database, broker, queue,
+                                  before_daemon=lambda cur: enqueue(cur, queue, "late-1", b"x"),
+                                  after_arming=lambda cur: None)
     assert message.id == "late-1"
     # Checked with a delay that doubles while the transaction stays open (here about 1 s).
     assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
@@ -305,28 +317,13 @@ def test_a_writer_whose_snapshot_predates_the_arming_is_found_without_waiting_fo
     idle, so its insert sends no NOTIFY; when the daemon armed, the writer had written nothing yet
     (no transaction id). The daemon watches it all the same."""
     queue = unique("snapshot")
-    consumer = Consumer(broker, queue)
-    config = write_config(f"{workdir}/outboxd.yaml", database, broker, dispatch={"poll_interval_ms": 60000})
-    run_cli("migrate", "-c", config)
-    writer = database.connect(autocommit=False)
-    try:
-        with writer.cursor() as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cur.execute("SELECT count(*) FROM outbox.messages")  # the snapshot: no instance registered
-        daemon = Daemon(config).start()
-        try:
-            assert consumer.quiet_for(1.0) == []  # claimed, armed, idle
-            with writer.cursor() as cur:
-                enqueue(cur, queue, "snap-1", b"x")
-            writer.commit()
-            committed = time.time()
-            [message] = consumer.receive(1, timeout=10)
-            waited = consumer.received[-1][0] - committed
-        finally:
-            assert daemon.stop() == 0, daemon.log()
-    finally:
-        writer.close()
-        consumer.close()
+
+    def take_snapshot(cur):  # no instance registered in it
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("SELECT count(*) FROM outbox.messages")
+
+    message, waited = late_writer(workdir, database, broker, queue, before_daemon=take_snapshot,
+                                  after_arming=lambda cur: enqueue(cur, queue, "snap-1", b"x"))
     assert message.id == "snap-1"
     assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
 
