@@ -12,7 +12,9 @@ the same machine at the same moment:
 Fixed-rate mode (--rate): one row per transaction at R rows/s through pgbench;
 reports commit->consumer latency percentiles beside the broker's own
 publish->consumer percentiles, measured at the same rate under the same
-writers (bench/raw_publisher in its fixed-rate mode).
+writers (bench/raw_publisher in its fixed-rate mode), once as it comes and once
+in strict order over the same sessions (a message waits for the previous one of
+its session to be accepted).
 """
 
 import argparse
@@ -237,7 +239,8 @@ dispatch:
         arrivals = os.path.join(self.tmp, f"{queue}.arrivals")
         consumer = self.start_consumer(queue, arrivals)
         # Each row's inserting transaction, for its commit timestamp afterwards
-        # (the row itself is gone or rewritten by then).
+        # (the row itself is gone or rewritten by then). The trigger stays for the
+        # broker-alone runs too (fixed_rate drops it), so that their writers do the same work.
         self.sql("CREATE TABLE IF NOT EXISTS public.bench_commits (message_id text, xid xid)")
         self.sql("TRUNCATE public.bench_commits")
         self.sql("CREATE OR REPLACE FUNCTION public.bench_record_xid() RETURNS trigger LANGUAGE plpgsql AS $$ "
@@ -257,7 +260,6 @@ dispatch:
             self.delays.append(delay_quantiles(reply.read().decode()))
         daemon.terminate()
         daemon.wait(timeout=60)
-        self.sql("DROP TRIGGER bench_record_xid ON outbox.messages")
         if received != written:
             raise RuntimeError(f"outboxd: {written} rows written, {received} received")
         committed = dict(self.sql("SELECT message_id, extract(epoch FROM pg_xact_commit_timestamp(xid))::float8 "
@@ -266,16 +268,20 @@ dispatch:
             return sorted((float(t) - committed[m]) * 1000 for m, t in (line.split() for line in f)
                           if committed.get(m) is not None)
 
-    def latency_broker_alone(self, run):
+    def latency_broker_alone(self, run, session_order=False):
         """The broker's own publish-to-consumer percentiles at the same rate, with the
-        same writers committing at the same time (their rows stay pending: no daemon)."""
+        same writers committing at the same time (their rows stay pending: no daemon).
+        With session_order, each message belongs to one of the sessions and waits for
+        the acceptance of the previous one of its session, and its latency counts from
+        when it fell due: the least a strict-order dispatcher could get from that broker."""
         a, b = self.args, self.broker
         queue = f"bench_raw_latency_{run}_{uuid.uuid4().hex[:6]}"
         consumer = self.start_consumer(queue)
         writers = self.writers("bench_no_daemon")
         subprocess.run([os.path.join(a.build, "bench", "raw_publisher"), b.url, b.address(queue),
                         str(a.rate * a.seconds), str(a.window), str(a.body), b.user, b.password, b.profile,
-                        str(a.rate)], check=True, capture_output=True, timeout=a.seconds + 120)
+                        str(a.rate)] + ([str(a.sessions)] if session_order else []),
+                       check=True, capture_output=True, timeout=a.seconds + 120)
         writers.communicate()
         self.sql("DELETE FROM outbox.messages WHERE destination = 'bench_no_daemon'")
         fields = self.consumer_report(consumer)
@@ -283,16 +289,18 @@ dispatch:
 
     def fixed_rate(self):
         a = self.args
-        ours, alone = [], []
+        ours, alone, ordered = [], [], []
         self.delays, self.writer_latency = [], []
         for run in range(a.runs):
             latencies = self.latency_through_outboxd(run)
             ours.append({p: latencies[min(len(latencies) - 1, int(int(p[1:]) / 100 * len(latencies)))]
                          for p in ("p50", "p90", "p99")} | {"max": latencies[-1]})
             alone.append(self.latency_broker_alone(run))
+            ordered.append(self.latency_broker_alone(run, session_order=True))
             print(f"run {run + 1}: outboxd commit->consumer p50 {ours[-1]['p50']:.2f} p99 {ours[-1]['p99']:.2f} ms "
-                  f"({len(latencies)} rows); broker alone p50 {alone[-1]['p50']:.2f} p99 {alone[-1]['p99']:.2f} ms",
-                  flush=True)
+                  f"({len(latencies)} rows); broker alone p50 {alone[-1]['p50']:.2f} p99 {alone[-1]['p99']:.2f} ms; "
+                  f"in session order p50 {ordered[-1]['p50']:.2f} p99 {ordered[-1]['p99']:.2f} ms", flush=True)
+        self.sql("DROP TRIGGER bench_record_xid ON outbox.messages")
 
         def line(name, runs):
             return f"  {name:44s}" + ", ".join(f"{p} {statistics.median(r[p] for r in runs):6.2f}"
@@ -301,6 +309,7 @@ dispatch:
               f"clients, {a.broker}; medians of {a.runs} runs")
         print(line("outboxd, commit -> consumer", ours))
         print(line("broker alone, publish -> consumer (ceiling)", alone))
+        print(line(f"same, strict order over {a.sessions} sessions", ordered))
         # Bucket bounds of the daemon's own histogram: "p99 <= 5 ms" means the bucket that holds it.
         for until, what in (("publish", "row's transaction start -> handed to AMQP"),
                             ("accept", "row's transaction start -> broker accepted")):

@@ -1,10 +1,14 @@
 // The broker's ceiling: a plain Proton publisher sending N messages with a fixed in-flight window.
 //
-// usage: raw_publisher URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [rabbitmq|artemis] [RATE]
+// usage: raw_publisher URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [rabbitmq|artemis] [RATE [SESSIONS]]
 // Prints one line: `raw_publisher sent=N seconds=S rate=R` once every message was accepted.
 // With RATE (messages per second), sends at that pace instead of as fast as
 // the window allows, each body the wall-clock send time as epoch seconds, so
 // latency_consumer measures the broker's own publish-to-consumer latency.
+// With SESSIONS too, each message falls due at that pace in one of SESSIONS
+// sessions at random and is sent only once the previous message of its
+// session was accepted (strict order); its body is the time it fell due, so
+// the latency includes that wait.
 #include <proton/connection.hpp>
 #include <proton/container.hpp>
 #include <proton/delivery.hpp>
@@ -22,7 +26,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "sasl_options.hpp"
 
@@ -31,10 +38,10 @@ namespace {
 class RawPublisher final : public proton::messaging_handler {
  public:
   RawPublisher(std::string url, std::string address, long count, long window, std::size_t body_bytes,
-               std::string user, std::string password, std::string profile, double rate)
+               std::string user, std::string password, std::string profile, double rate, int sessions)
       : url_(std::move(url)), address_(std::move(address)), count_(count), window_(window),
         body_(body_bytes, 'x'), user_(std::move(user)), password_(std::move(password)), profile_(std::move(profile)),
-        rate_(rate) {}
+        rate_(rate), waiting_(static_cast<std::size_t>(sessions)), in_flight_(static_cast<std::size_t>(sessions)) {}
 
   void on_container_start(proton::container& container) override {
     container.connect(url_, bench_connection_options(user_, password_));
@@ -54,6 +61,7 @@ class RawPublisher final : public proton::messaging_handler {
 
   void on_tracker_accept(proton::tracker& tracker) override {
     ++accepted_;
+    if (!waiting_.empty()) session_done(std::stol(std::string(tracker.tag())));
     if (accepted_ == count_) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       std::printf("raw_publisher sent=%ld seconds=%.3f rate=%.0f\n", count_, seconds,
@@ -86,23 +94,56 @@ class RawPublisher final : public proton::messaging_handler {
     return std::min(count_, static_cast<long>(elapsed * rate_));
   }
 
+  static std::string wall_clock() {
+    char now[32];
+    const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::string(now, static_cast<std::size_t>(std::snprintf(now, sizeof now, "%.6f", wall)));
+  }
+
   void send_more() {
+    if (!waiting_.empty()) return send_in_session_order();
     const long due_now = due();
     while (sent_ < due_now && sent_ - accepted_ < window_ && sender_.credit() > 0) {
-      proton::message message;
-      message.id(proton::message_id(std::to_string(sent_)));
-      message.durable(true);
-      if (rate_ > 0) {
-        char now[32];
-        const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-        const int length = std::snprintf(now, sizeof now, "%.6f", wall);
-        message.body(proton::binary(now, now + length));
-      } else {
-        message.body(proton::binary(body_.begin(), body_.end()));
-      }
-      sender_.send(message, proton::binary(std::to_string(sent_)));
-      ++sent_;
+      send(sent_, rate_ > 0 ? wall_clock() : body_);
     }
+  }
+
+  void send(long index, const std::string& body) {
+    proton::message message;
+    message.id(proton::message_id(std::to_string(index)));
+    message.durable(true);
+    message.body(proton::binary(body.begin(), body.end()));
+    sender_.send(message, proton::binary(std::to_string(index)));
+    ++sent_;
+  }
+
+  // Strict order: messages fall due into their session's queue; a session's
+  // head goes out when nothing of that session is in flight.
+  struct Due {
+    long index;
+    std::string at;  // wall-clock time it fell due: the body
+  };
+
+  void send_in_session_order() {
+    for (const long due_now = due(); fallen_due_ < due_now; ++fallen_due_) {
+      const auto session = pick_(random_);
+      session_of_.push_back(session);
+      waiting_[session].push_back({fallen_due_, wall_clock()});
+      if (!in_flight_[session] && waiting_[session].size() == 1) ready_.push_back(session);
+    }
+    while (!ready_.empty() && sent_ - accepted_ < window_ && sender_.credit() > 0) {
+      const auto session = ready_.front();
+      ready_.pop_front();
+      in_flight_[session] = true;
+      send(waiting_[session].front().index, waiting_[session].front().at);
+      waiting_[session].pop_front();
+    }
+  }
+
+  void session_done(long index) {
+    const auto session = session_of_[static_cast<std::size_t>(index)];
+    in_flight_[session] = false;
+    if (!waiting_[session].empty()) ready_.push_back(session);
   }
 
   void fail(const std::string& why) {
@@ -115,6 +156,13 @@ class RawPublisher final : public proton::messaging_handler {
   long count_, window_;
   std::string body_, user_, password_, profile_;
   double rate_;  // 0: as fast as the window allows
+  std::vector<std::deque<Due>> waiting_;  // per session; empty: no session order
+  std::vector<bool> in_flight_;           // per session
+  std::deque<std::size_t> ready_;         // sessions whose head may go out
+  std::vector<std::size_t> session_of_;   // per message index
+  std::mt19937 random_{42};
+  std::uniform_int_distribution<std::size_t> pick_{0, waiting_.empty() ? 0 : waiting_.size() - 1};
+  long fallen_due_ = 0;
   proton::sender sender_;
   long sent_ = 0, accepted_ = 0;
   bool failed_ = false;
@@ -125,12 +173,14 @@ class RawPublisher final : public proton::messaging_handler {
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [PROFILE] [RATE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s URL ADDRESS COUNT WINDOW BODY_BYTES [USER PASSWORD] [PROFILE] [RATE [SESSIONS]]\n",
+                 argv[0]);
     return 2;
   }
   RawPublisher publisher(argv[1], argv[2], std::stol(argv[3]), std::stol(argv[4]),
                          static_cast<std::size_t>(std::stoul(argv[5])), argc > 7 ? argv[6] : "",
-                         argc > 7 ? argv[7] : "", argc > 8 ? argv[8] : "generic", argc > 9 ? std::stod(argv[9]) : 0.0);
+                         argc > 7 ? argv[7] : "", argc > 8 ? argv[8] : "generic", argc > 9 ? std::stod(argv[9]) : 0.0,
+                         argc > 10 ? std::stoi(argv[10]) : 0);
   try {
     proton::container(publisher).run();
   } catch (const std::exception& e) {
