@@ -20,6 +20,7 @@ elapsed() {
 
 say "build: outboxd alone, Release"
 scripts/setup.sh --release --target outboxd
+echo "  ready in $(elapsed "$t0")"
 
 say "services: PostgreSQL 15 and RabbitMQ (AMQP 1.0) on free ports"
 export OUTBOXD_SCRATCH=$root/.scratch/demo

@@ -18,8 +18,9 @@ PACKAGES=(
   postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
   shellcheck valgrind systemd
-  # Called by scripts/services.sh: ss, the Artemis download (https) and unpacking.
-  iproute2 curl ca-certificates tar gzip
+  # Called by scripts/services.sh beyond Debian's essential set: ss, and the
+  # Artemis download over https.
+  iproute2 curl ca-certificates
 )
 
 usage() { echo "usage: scripts/setup.sh [--release] [--target T]... [--no-build]" >&2; exit 2; }
