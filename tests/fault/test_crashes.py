@@ -98,7 +98,7 @@ def test_kill_9_duplicates_per_kill_within_in_flight_plus_twice_batch_size(workd
     # Small values make that bound tight enough to mean something.
     in_flight, batch_size = 8, 4
     bound = in_flight + 2 * batch_size
-    rows, sessions, kills = 6000, 200, 10
+    rows, sessions, kills = 20000, 200, 10
     queue = unique("kill9bound")
     consumer = Consumer(rabbitmq, queue, credit=2000)
     path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
