@@ -25,9 +25,13 @@ echo "  ready in $(elapsed "$t0")"
 say "services: PostgreSQL 15 and RabbitMQ (AMQP 1.0) on free ports"
 export OUTBOXD_SCRATCH=$root/.scratch/demo
 scripts/services.sh clean >/dev/null
-if [[ ${OUTBOXD_DEMO_KEEP:-0} != 1 ]]; then
-  trap '"$root/scripts/services.sh" stop >/dev/null' EXIT
-fi
+daemon='' consumer=''
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  for pid in $daemon $consumer; do kill "$pid" 2>/dev/null || true; done
+  [[ ${OUTBOXD_DEMO_KEEP:-0} == 1 ]] || "$root/scripts/services.sh" stop >/dev/null
+}
+trap cleanup EXIT
 OUTBOXD_SERVICES="pg rabbitmq" scripts/services.sh start
 # shellcheck source=/dev/null
 source "$OUTBOXD_SCRATCH/services.env"
@@ -156,10 +160,9 @@ echo "  in the database: $(count "status = 'cancelled'") cancelled row kept for 
 say "RabbitMQ: what a consumer received"
 grep -v '^consumer: ready' "$consumer_out"
 
-if [[ ${OUTBOXD_DEMO_KEEP:-0} != 1 ]]; then
-  scripts/services.sh stop >/dev/null
-  trap - EXIT
-fi
+trap - EXIT
+daemon='' consumer=''  # both have exited and were waited for
+cleanup
 
 say "next"
 echo "  build-release/daemon/outboxd status -c ${config#"$root"/}    (OUTBOXD_DEMO_KEEP=1 keeps the services)"
