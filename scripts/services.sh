@@ -161,7 +161,10 @@ wait_gone() {
 # --- PostgreSQL ------------------------------------------------------------
 
 pg_dir() { readlink -f "$SCRATCH/pg"; }
-pg_ctl() { runuser -u postgres -- "$PG_BIN/pg_ctl" "$@"; }
+# From /, which the postgres user can read: PostgreSQL's tools return to the current
+# directory at start-up and complain when it is out of their reach (e.g. under /root).
+as_postgres() { (cd / && exec runuser -u postgres -- "$@"); }
+pg_ctl() { as_postgres "$PG_BIN/pg_ctl" "$@"; }
 
 pg_running() {
   local dir
@@ -178,7 +181,7 @@ pg_prepare() {
   if [[ ! -e $SCRATCH/pg ]]; then
     mkdir -p "$SCRATCH/pg"
     chown postgres: "$SCRATCH/pg"
-    if ! runuser -u postgres -- test -w "$SCRATCH/pg"; then
+    if ! as_postgres test -w "$SCRATCH/pg"; then
       rmdir "$SCRATCH/pg"
       mkdir -p "$TMP_ROOT/outboxd-pg-$TAG"
       chown postgres: "$TMP_ROOT/outboxd-pg-$TAG"
@@ -187,7 +190,7 @@ pg_prepare() {
   fi
   dir=$(pg_dir)
   if [[ ! -f $dir/data/PG_VERSION ]]; then
-    runuser -u postgres -- "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 \
+    as_postgres "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 \
       --locale=C --no-sync >"$dir/initdb.log" 2>&1 || { show_log "$dir/initdb.log"; return 1; }
     printf 'local all all trust\nhost all all 127.0.0.1/32 trust\n' >"$dir/data/pg_hba.conf"
     printf "\ninclude_if_exists = 'outboxd-services.conf'\n" >>"$dir/data/postgresql.conf"

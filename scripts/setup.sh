@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building, testing and the demo need, then builds outboxd.
 #
-# Usage: scripts/setup.sh [--release] [--no-build]
-#   (default)    Debug build with sanitizers in build/
-#   --release    also a Release build in build-release/
+# Usage: scripts/setup.sh [--release] [--target T]... [--no-build]
+#   (default)    Debug build with sanitizers and the tests in build/
+#   --release    instead, a Release build without tests or sanitizers in build-release/
+#   --target T   build only target T (repeatable; e.g. outboxd); default: every target
 #   --no-build   install packages only
-# Safe to run again: only missing packages are installed, and builds are incremental.
+# Safe to run again: only missing packages are installed, and builds are incremental
+# (through ccache).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config curl
+  build-essential cmake ninja-build pkg-config ccache
   libpq-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev catch2
   postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
   shellcheck valgrind systemd
+  # Called by scripts/services.sh beyond Debian's essential set: ss, and the
+  # Artemis download over https.
+  iproute2 curl ca-certificates
 )
 
+usage() { echo "usage: scripts/setup.sh [--release] [--target T]... [--no-build]" >&2; exit 2; }
 release=0
 build=1
-for arg in "$@"; do
-  case $arg in
+targets=()
+while (($#)); do
+  case $1 in
     --release) release=1 ;;
+    --target) (($# > 1)) || usage; targets+=("$2"); shift ;;
     --no-build) build=0 ;;
-    *) echo "usage: scripts/setup.sh [--release] [--no-build]" >&2; exit 2 ;;
+    *) usage ;;
   esac
+  shift
 done
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -54,23 +63,25 @@ install_missing() {
   if [[ -n $(trap -p EXIT) ]]; then rm -f "$policy"; trap - EXIT; fi
 }
 
-# Configure once (ninja re-runs cmake by itself when a CMakeLists changes), then build.
+# Configure (again, so the options hold for a dir configured before), then build.
 build_tree() {
-  local dir=$1 type=$2 log
+  local dir=$1 type=$2 log only=()
+  shift 2
+  ((${#targets[@]} == 0)) || only=(--target "${targets[@]}")
   log=$(mktemp)
-  if [[ ! -f $dir/build.ninja ]]; then
-    if ! cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" >"$log" 2>&1; then
-      cat "$log" >&2; rm -f "$log"; exit 1
-    fi
+  if ! cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_BUILD_TYPE="$type" "$@" >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"; exit 1
   fi
   rm -f "$log"
-  echo "setup.sh: building $dir ($type)"
-  cmake --build "$dir" -- --quiet
+  echo "setup.sh: building ${targets[*]:-everything} ($type) in $dir/"
+  cmake --build "$dir" "${only[@]}" -- --quiet | { grep -v '^ninja: no work to do\.$' || true; }
 }
 
 install_missing
 java_ok || { echo "setup.sh: java 17 or later is needed for Artemis" >&2; exit 1; }
-if ((build)); then
+((build)) || exit 0
+if ((release)); then
+  build_tree build-release Release -DOUTBOXD_TESTS=OFF -DOUTBOXD_SANITIZE=OFF
+else
   build_tree build Debug
-  ((release == 0)) || build_tree build-release Release
 fi

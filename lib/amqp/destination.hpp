@@ -1,4 +1,4 @@
-// Maps a row's logical destination to the link target a broker profile expects (SPEC §6).
+// Maps a row's logical destination to the link target a broker profile expects (README, Brokers).
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// JSON object -> application-properties, with the type rules of SPEC §5.
+// A row's headers (a JSON object) -> AMQP application-properties: strings, booleans, longs and doubles only.
 #include "amqp/detail/headers_mapping.hpp"
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Maps an outbox row to the encoded AMQP 1.0 message that carries it (SPEC §5 mapping table).
+// Maps an outbox row to the encoded AMQP 1.0 message that carries it (column by column: docs/sql.md, enqueue).
 #pragma once
 
 #include <vector>
@@ -20,8 +20,7 @@ inline constexpr const char* kTraceparentProperty = "traceparent";
 
 // Artemis duplicate detection: with this property set to the message-id,
 // Artemis drops a re-publish of a row whose first outcome was lost (it wins
-// over a header of the same name). Other profiles do not get it: RabbitMQ and
-// ActiveMQ 5 ignore it, Azure Service Bus detects duplicates by message-id.
+// over a header of the same name). Other profiles do not get it.
 inline constexpr const char* kArtemisDuplicateIdProperty = "_AMQ_DUPL_ID";
 
 // The largest header.ttl AMQP can carry (a uint of milliseconds).

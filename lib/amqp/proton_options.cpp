@@ -26,8 +26,9 @@ proton::connection_options make_connection_options(const config::BrokerConfig& b
   // connection fails with a reason instead of falling back to another one.
   options.sasl_enabled(true);
   options.sasl_allowed_mechs(settings.sasl_mechanisms);
-  // Proton refuses PLAIN without TLS unless told otherwise; SPEC §5 allows it
-  // (the daemon warns unless the host is loopback, see plain_over_cleartext).
+  // Proton refuses PLAIN without TLS unless told otherwise; outboxd allows it,
+  // as a local broker often has no TLS, and warns unless the host is loopback
+  // (plain_over_cleartext, broker.allow_insecure_plain).
   options.sasl_allow_insecure_mechs(settings.plain_allowed && !settings.tls);
   if (!broker.username.empty()) options.user(broker.username);
   if (!broker.password.empty()) options.password(broker.password);

@@ -85,6 +85,55 @@ def test_kill_9_at_random_moments_loses_nothing(workdir, database, rabbitmq):
     print(f"kill -9: rows={rows} kills={kills} lost=0 duplicates={duplicates} received={len(received)}")
 
 
+def drain(consumer, quiet=0.5):
+    """Receives until nothing arrived for `quiet` seconds: what the broker holds now."""
+    while consumer.receive(10 ** 9, timeout=quiet):
+        pass
+
+
+def test_kill_9_duplicates_per_kill_within_in_flight_plus_twice_batch_size(workdir, database, rabbitmq):
+    # The rows a kill makes the next process publish again are the rows it held
+    # published but unmarked: in flight, or accepted and waiting for their mark.
+    # It holds at most in_flight + 2 * batch_size rows (README, "At least once").
+    # Small values make that bound tight enough to mean something.
+    in_flight, batch_size = 8, 4
+    bound = in_flight + 2 * batch_size
+    rows, sessions, kills = 20000, 200, 10
+    queue = unique("kill9bound")
+    consumer = Consumer(rabbitmq, queue, credit=2000)
+    path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
+                        dispatch={"in_flight": in_flight, "batch_size": batch_size},
+                        leases={"instance_id": "kill9-bound-host"})
+    run_cli("migrate", "-c", path)
+    fill(database, queue, rows, sessions)
+    rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "11")))
+    daemon = Daemon(path)
+    per_kill = []
+    for _ in range(kills):
+        daemon.start()
+        time.sleep(rng.uniform(0.3, 0.8))
+        daemon.kill()
+        drain(consumer)
+        # Received, yet still pending: the next process publishes these again.
+        received = {m.id for _, m in consumer.received}
+        still_pending = {r[0] for r in database.query(
+            "SELECT message_id FROM outbox.messages WHERE status = 'pending'")}
+        per_kill.append(len(received & still_pending))
+    daemon.start()
+    try:
+        wait_until(lambda: pending(database) == 0, timeout=120, what="backlog drained after the kills")
+        received = consumer.receive_all({f"m{i}" for i in range(rows)})
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    consumer.close()
+    print(f"kill -9: in_flight={in_flight} batch_size={batch_size} bound={bound} "
+          f"published again per kill={per_kill}")
+    assert max(per_kill) <= bound, f"a kill left {max(per_kill)} rows to publish again > {bound}: {per_kill}"
+    assert sum(per_kill) > 0, "no kill landed while rows were unmarked: the test measured nothing"
+    duplicates = check_delivery(received, rows, max_duplicates=kills * bound)
+    print(f"kill -9: duplicates received={duplicates}, sum per kill={sum(per_kill)}")
+
+
 def test_broker_restart_mid_run(workdir, database, rabbitmq):
     rows, sessions = 10000, 100
     queue = unique("brokerrestart")
