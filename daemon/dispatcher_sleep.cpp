@@ -44,18 +44,26 @@ bool Dispatcher::claim_possible() const {
 milliseconds Dispatcher::sleep_budget() {
   const auto now = clock_.now();
   if (stopping_) return std::min(kStopTick, until(now, stop_deadline_));
-  auto deadline = std::min({next_poll_, next_purge_, next_stats_, leases_.next_renewal()});
+  auto deadline = std::min(next_poll_, next_stats_);
   auto consider = [&](std::optional<core::SteadyTime> t) {
     if (t) deadline = std::min(deadline, *t);
   };
   consider(planner_.next_wakeup());
   consider(next_due_);
-  consider(db_.next_attempt());
   consider(service_.next_ping());
-  consider(late_commits_.next_check());
   consider(next_busy_claim_);
-  if (writes_since_) consider(*writes_since_ + kMarkDelay);
   if (leases_.may_publish()) consider(leases_.valid_until());
+  if (!db_.up()) {
+    // The steps that write to the database skip their turn while it is down
+    // and leave their timers in the past: only the reconnect attempt counts,
+    // or the loop would spin until the database is back.
+    consider(db_.next_attempt());
+    return until(now, deadline);
+  }
+  consider(next_purge_);
+  consider(leases_.next_renewal());
+  consider(late_commits_.next_check());
+  if (writes_since_) consider(*writes_since_ + kMarkDelay);
   return until(now, deadline);
 }
 

@@ -1,0 +1,76 @@
+"""The database refusing the daemon for a while: the daemon waits without spinning, then carries on."""
+
+import os
+import time
+
+import psycopg2
+import pytest
+
+from harness import Broker, Consumer, Daemon, enqueue, run_cli, unique, wait_until, write_config
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User plus system CPU time the process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def admin(database, *statements):
+    """Runs statements in the cluster's maintenance database, which stays reachable."""
+    conn = psycopg2.connect(database.admin_url)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
+    conn.close()
+
+
+def shut_out(database, allowed):
+    """Refuses (or allows again) new connections to the test database and ends the open ones."""
+    admin(database, f'ALTER DATABASE "{database.name}" WITH ALLOW_CONNECTIONS {str(allowed).lower()}')
+    if not allowed:
+        admin(database, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        f"WHERE datname = '{database.name}' AND pid <> pg_backend_pid()")
+
+
+@pytest.fixture
+def rabbitmq():
+    return Broker("rabbitmq")
+
+
+def test_database_unreachable_waits_without_spinning(workdir, database, rabbitmq):
+    # Short timers, so that every one of them falls due several times during the outage:
+    # a step that skips its turn while the database is down must not leave the loop a
+    # deadline in the past.
+    path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
+                        database={"reconnect_min_ms": 200, "reconnect_max_ms": 1000},
+                        leases={"lease_ttl_ms": 3000, "renew_interval_ms": 300, "safety_margin_ms": 1000},
+                        retention={"purge_interval_ms": 200},
+                        dispatch={"poll_interval_ms": 1000})
+    queue = unique("outage")
+    consumer = Consumer(rabbitmq, queue)
+    run_cli("migrate", "-c", path)
+    daemon = Daemon(path).start()
+    try:
+        wait_until(lambda: database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL")[0][0] > 0,
+                   timeout=30, what="leases taken")
+        shut_out(database, allowed=False)
+        wait_until(lambda: "database unavailable" in daemon.log(), timeout=30, what="the daemon noticing")
+        time.sleep(4)  # past the lease's end and several purge and renewal turns
+        before = cpu_seconds(daemon.process.pid)
+        time.sleep(5)
+        used = cpu_seconds(daemon.process.pid) - before
+        assert used < 0.5, f"{used:.2f} s of CPU in 5 s while the database was unreachable"
+        assert daemon.alive(), daemon.log()
+
+        shut_out(database, allowed=True)
+        with database.connect() as conn, conn.cursor() as cur:
+            enqueue(cur, queue, "after-outage", b"x")
+        assert [m.id for m in consumer.receive(1, timeout=30)] == ["after-outage"], daemon.log()
+    finally:
+        shut_out(database, allowed=True)
+        assert daemon.stop() == 0, daemon.log()
+        consumer.close()
