@@ -21,7 +21,7 @@ Connection open_as(const ScratchDatabase& db, config::Pooler pooler, std::chrono
 
 }  // namespace
 
-TEST_CASE("behind a transaction pooler nothing stays in the session; each transaction sets its own timeout",
+TEST_CASE("behind a transaction pooler nothing stays in the session and each transaction sets its own timeout",
           "[pg][connection][pooler]") {
   ScratchDatabase db;
   Connection connection = open_as(db, config::Pooler::transaction, std::chrono::milliseconds(1234));
