@@ -94,9 +94,7 @@ std::optional<core::SteadyTime> DatabaseLink::next_attempt() const {
 
 pg::Connection& DatabaseLink::notified_on() { return listener_ ? *listener_ : *connection_; }
 
-int DatabaseLink::socket() {
-  return state_ == LinkState::up ? notified_on().socket() : -1;
-}
+int DatabaseLink::socket() { return state_ == LinkState::up ? notified_on().socket() : -1; }
 
 bool DatabaseLink::drain_notifications() {
   if (state_ != LinkState::up) return false;

@@ -346,13 +346,13 @@ core::Result<std::vector<Rows>> Connection::exec_prepared_pipeline(const std::ve
 // transaction: one Sync, so one transaction on one server session.
 bool Connection::send_pipeline(const std::vector<Entry*>& entries, const std::vector<PreparedCall>& calls) {
   PGconn* conn = state_->conn;
-  auto send = [&](const std::string& sql, const char* name, const Params& params, ResultFormat format) {
+  // `name` null: the unnamed statement, parsed from `sql` in this pipeline.
+  auto send = [conn](const std::string& sql, const char* name, const Params& params, ResultFormat format) {
     const auto values = values_of(params);
     const auto count = static_cast<int>(values.size());
     const int binary = static_cast<int>(format);
-    return name != nullptr ? PQsendQueryPrepared(conn, name, count, values.data(), nullptr, nullptr, binary) == 1
-                           : PQsendQueryParams(conn, sql.c_str(), count, nullptr, values.data(), nullptr, nullptr,
-                                               binary) == 1;
+    if (name != nullptr) return PQsendQueryPrepared(conn, name, count, values.data(), nullptr, nullptr, binary) == 1;
+    return PQsendQueryParams(conn, sql.c_str(), count, nullptr, values.data(), nullptr, nullptr, binary) == 1;
   };
   if (unnamed() && !send(state_->settings_sql, nullptr, state_->settings, ResultFormat::text)) return false;
   for (std::size_t i = 0; i < calls.size(); ++i) {

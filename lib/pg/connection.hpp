@@ -98,6 +98,8 @@ class Connection {
   core::Result<std::vector<Rows>> exec_prepared_pipeline(const std::vector<PreparedCall>& calls);
 
   // LISTEN on `channel` (quoted, case kept) now and after every reset().
+  // Not behind a transaction pooler: the LISTEN would stay on whichever
+  // server session ran it (see database.listen_url).
   core::Status listen(std::string channel);
   // The socket to poll for readability; -1 when not connected.
   int socket() const;
