@@ -1,6 +1,13 @@
 // Connection behind a pooler, checked on the server itself: what a session keeps, and what each transaction sets.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
 #include "pg/connection.hpp"
 #include "scratch_database.hpp"
 
@@ -72,4 +79,50 @@ TEST_CASE("behind a session pooler the settings are set after connecting, not in
   CHECK(must(connection, "SHOW statement_timeout").text(0, 0) == "0");
   REQUIRE(connection.reset().ok());
   CHECK(must(connection, "SHOW statement_timeout").text(0, 0) == "4321ms");
+}
+
+TEST_CASE("through PgBouncer in transaction mode a pipeline is one transaction on one server session",
+          "[pg][connection][pooler]") {
+  const char* pooler = std::getenv("OUTBOXD_TEST_PGBOUNCER_TX_URL");
+  if (pooler == nullptr || *pooler == '\0') {
+    const char* required = std::getenv("OUTBOXD_REQUIRE_SERVICES");
+    if (required != nullptr && std::strcmp(required, "1") == 0) FAIL("OUTBOXD_TEST_PGBOUNCER_TX_URL is not set");
+    WARN("OUTBOXD_TEST_PGBOUNCER_TX_URL is not set: skipped");
+    return;
+  }
+  ScratchDatabase db;
+  config::DatabaseConfig config = db.config();
+  const std::string url(pooler);  // postgresql://user@host:port/database, from scripts/services.sh
+  config.url = url.substr(0, url.rfind('/') + 1) + db.name();
+  config.pooler = config::Pooler::transaction;
+  // More clients than the pool has server sessions, so that they take turns.
+  constexpr int kClients = 6;
+  constexpr int kPipelines = 150;
+  std::atomic<int> failed{0};
+  std::atomic<int> split{0};
+  std::mutex mutex;
+  std::set<std::string> servers;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&] {
+      auto connection = Connection::open(config, "outboxd pooler-test");
+      if (!connection) return void(++failed);
+      connection.value().define("where", "SELECT txid_current() || '/' || pg_backend_pid(), pg_backend_pid()::text");
+      for (int i = 0; i < kPipelines; ++i) {
+        auto rows = connection.value().exec_prepared_pipeline({{"where", {}}, {"where", {}}, {"where", {}}});
+        if (!rows) {
+          ++failed;
+          continue;
+        }
+        const auto& r = rows.value();
+        if (r[0].text(0, 0) != r[1].text(0, 0) || r[1].text(0, 0) != r[2].text(0, 0)) ++split;
+        const std::lock_guard lock(mutex);
+        servers.emplace(r[0].text(0, 1));
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  CHECK(failed == 0);
+  CHECK(split == 0);
+  CHECK(servers.size() < static_cast<std::size_t>(kClients));
 }
