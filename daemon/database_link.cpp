@@ -1,4 +1,4 @@
-// Reconnect-with-backoff around the libpq connection; re-LISTEN after each connect.
+// Reconnect-with-backoff around the libpq connection; re-LISTEN after each connect, directly when pooled.
 #include "daemon/database_link.hpp"
 
 #include <spdlog/spdlog.h>
@@ -11,7 +11,36 @@ DatabaseLink::DatabaseLink(const config::Config& config, std::string instance_id
       instance_id_(std::move(instance_id)),
       clock_(clock),
       random_(random),
-      backoff_({config.database.reconnect_min, config.database.reconnect_max, 2.0, 0.2}) {}
+      backoff_({config.database.reconnect_min, config.database.reconnect_max, 2.0, 0.2}) {
+  if (!notifications()) {
+    spdlog::info("database.pooler is transaction and database.listen_url is not set: no NOTIFY wake-ups, "
+                 "new rows are found by polling every {} ms (dispatch.poll_interval_ms)",
+                 config.dispatch.poll_interval.count());
+  }
+}
+
+bool DatabaseLink::notifications() const {
+  return config_.database.pooler != config::Pooler::transaction || !config_.database.listen_url.empty();
+}
+
+// A transaction pooler hands each transaction to any server session, and a
+// LISTEN would stay behind on one of them: the wake-ups come over a direct
+// connection of their own, or not at all.
+core::Status DatabaseLink::listen() {
+  const config::DatabaseConfig& database = config_.database;
+  if (database.pooler != config::Pooler::transaction) return store_->listen();
+  if (database.listen_url.empty()) return {};
+  config::DatabaseConfig direct = database;
+  direct.url = database.listen_url;
+  direct.pooler = config::Pooler::none;
+  auto listener = pg::Connection::open(direct, "outboxd " + instance_id_ + " listen");
+  if (!listener) return core::Error{listener.error().kind, "database.listen_url: " + listener.error().message};
+  listener_.emplace(std::move(listener).value());
+  if (auto listening = listener_->listen(store_->channel()); !listening) {
+    return core::Error{listening.error().kind, "listening for wake-ups: " + listening.error().message};
+  }
+  return {};
+}
 
 core::Status DatabaseLink::ensure_connected() {
   if (state_ == LinkState::up || clock_.now() < retry_at_) return {};
@@ -22,7 +51,7 @@ core::Status DatabaseLink::ensure_connected() {
     store_.emplace(*connection_, config_.outbox.schema);
     leases_.emplace(*connection_, config_.outbox.schema);
     ready = store_->prepare();
-    if (ready.ok()) ready = store_->listen();
+    if (ready.ok()) ready = listen();
     if (ready.ok()) ready = leases_->register_instance(instance_id_);
   }
   if (!ready.ok()) {
@@ -47,6 +76,7 @@ void DatabaseLink::lost(const core::Error& error) {
   state_ = LinkState::down;
   leases_.reset();
   store_.reset();
+  listener_.reset();
   connection_.reset();
   retry_at_ = clock_.now() + delay;
 }
@@ -62,11 +92,13 @@ std::optional<core::SteadyTime> DatabaseLink::next_attempt() const {
   return retry_at_;
 }
 
-int DatabaseLink::socket() const { return state_ == LinkState::up ? connection_->socket() : -1; }
+pg::Connection& DatabaseLink::notified_on() { return listener_ ? *listener_ : *connection_; }
+
+int DatabaseLink::socket() { return state_ == LinkState::up ? notified_on().socket() : -1; }
 
 bool DatabaseLink::drain_notifications() {
   if (state_ != LinkState::up) return false;
-  auto notified = connection_->consume_input_and_notifications();
+  auto notified = notified_on().consume_input_and_notifications();
   if (!notified) {
     lost(notified.error());
     return false;

@@ -1,4 +1,4 @@
-// The main thread's PostgreSQL session: connect, reconnect with backoff, LISTEN.
+// The main thread's PostgreSQL session: connect, reconnect with backoff, LISTEN (directly when pooled).
 #pragma once
 
 #include <chrono>
@@ -34,7 +34,10 @@ class DatabaseLink {
   bool up() const { return state_ == LinkState::up; }
   bool just_connected();  // true once after each successful (re)connect
   std::optional<core::SteadyTime> next_attempt() const;
-  int socket() const;
+  // Whether NOTIFY can wake the daemon: not behind a transaction pooler
+  // without database.listen_url, where it relies on its poll.
+  bool notifications() const;
+  int socket();  // where NOTIFY arrives
   bool drain_notifications();  // true if a NOTIFY arrived
 
   pg::OutboxStore& store() { return *store_; }
@@ -50,7 +53,11 @@ class DatabaseLink {
   int failures_ = 0;
   bool fresh_ = false;
   core::SteadyTime retry_at_{};
+  core::Status listen();
+  pg::Connection& notified_on();
+
   std::optional<pg::Connection> connection_;
+  std::optional<pg::Connection> listener_;  // LISTEN on database.listen_url
   std::optional<pg::OutboxStore> store_;
   std::optional<pg::LeaseStore> leases_;
 };

@@ -69,9 +69,11 @@ milliseconds Dispatcher::sleep_budget() {
 
 void Dispatcher::sleep_until_next_event() {
   if (claim_possible()) return;  // more to read right away
-  if (!backlog_ && !idle_ && !wakeup_policy_.busy() && db_.up() && !stopping_) {
+  if (!backlog_ && !idle_ && db_.notifications() && !wakeup_policy_.busy() && db_.up() && !stopping_) {
     // Caught up: ask writers to NOTIFY, then look once more, because a row
     // committed between the last claim and the arming sent no notification.
+    // Without NOTIFY (a transaction pooler and no listen_url) writers are
+    // never asked to send one, and the poll finds their rows.
     arm_wakeup(true);
     backlog_ = true;
     if (claim_possible()) return;

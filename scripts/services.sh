@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL, RabbitMQ and Artemis on free ports in a scratch dir, for dev, demo and tests.
+# Throwaway PostgreSQL, PgBouncer, RabbitMQ and Artemis on free ports in a scratch dir, for dev, demo and tests.
 #
 # Usage: scripts/services.sh COMMAND
-#   start                  start the services in $OUTBOXD_SERVICES (default: pg rabbitmq artemis)
+#   start                  start the services in $OUTBOXD_SERVICES (default: pg pgbouncer rabbitmq artemis)
 #   stop                   stop everything started from this scratch dir (safe to repeat)
 #   status                 one line per service
 #   env                    print the sourceable env file ($SCRATCH/services.env)
 #   clean                  stop, then delete the scratch dir
 #   restart-pg | stop-pg | start-pg                 fault tests: same port, same data
+#   stop-pgbouncer | start-pgbouncer
 #   stop-rabbitmq | start-rabbitmq | restart-rabbitmq
 #   stop-artemis | start-artemis | restart-artemis
 #   rabbitmqctl ARGS...    run rabbitmqctl against this scratch dir's node
@@ -21,10 +22,13 @@
 #
 # services.env exports, for the services that run: OUTBOXD_TEST_PG_URL (superuser URL),
 # PGHOST PGPORT PGUSER PGDATABASE, OUTBOXD_TEST_PG_SOCKET_DIR, OUTBOXD_TEST_PG_DATA;
+# OUTBOXD_TEST_PGBOUNCER_TX_URL and _SESSION_URL (the same cluster through PgBouncer in
+# transaction and in session mode, any database name, pools of 2 server connections);
 # OUTBOXD_TEST_RABBITMQ_URL _USER _PASSWORD _NODE; OUTBOXD_TEST_ARTEMIS_URL _USER _PASSWORD
 # _CORE_URL (for the artemis CLI); and OUTBOXD_SCRATCH, OUTBOXD_SERVICES_SH (this script).
 #
-# Credentials: PostgreSQL trusts loopback (user postgres). RabbitMQ has guest/guest (loopback
+# Credentials: PostgreSQL trusts loopback (user postgres), and so does PgBouncer for every
+# role the cluster has (it looks them up as postgres with its auth_query). RabbitMQ has guest/guest (loopback
 # only) and outboxd/outboxd-secret, both administrators of vhost "/"; a client without
 # credentials (SASL ANONYMOUS) is let in as guest by the AMQP 1.0 plugin. Artemis has
 # outboxd/outboxd-secret and also allows anonymous clients (created with --allow-anonymous),
@@ -240,6 +244,100 @@ pg_stop() {
   pg_running || return 0
   pg_ctl stop -D "$(pg_dir)/data" -m fast -w -t 60 >/dev/null
   report pg stopped - "$t0"
+}
+
+# --- PgBouncer -------------------------------------------------------------
+
+# Two small processes, one per pool mode, both in front of our cluster. They run as the
+# postgres user (PgBouncer refuses root) from a dir beside the cluster, which that user
+# can reach. Pools of 2 server connections, so that clients really share them.
+PGBOUNCER_MODES=(transaction session)
+
+pgbouncer_dir() { echo "$(pg_dir)/pgbouncer"; }
+pgbouncer_port_key() { [[ $1 == transaction ]] && echo PGBOUNCER_TX_PORT || echo PGBOUNCER_SESSION_PORT; }
+
+pgbouncer_running() {
+  local dir
+  [[ -e $SCRATCH/pg ]] || return 1
+  dir=$(pgbouncer_dir)
+  [[ -f $dir/$1.pid ]] && pid_is "$(<"$dir/$1.pid")" "$dir/$1.ini"
+}
+
+# trust needs the role in auth_file; auth_user looks up every other role in the cluster.
+pgbouncer_prepare() {
+  local mode=$1 dir
+  dir=$(pgbouncer_dir)
+  mkdir -p "$dir"
+  printf '"postgres" ""\n' >"$dir/users.txt"
+  cat >"$dir/$mode.ini" <<EOF
+;; Written by scripts/services.sh at every start.
+[databases]
+* = host=127.0.0.1 port=${PORT[PG_PORT]}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = ${PORT[$(pgbouncer_port_key "$mode")]}
+unix_socket_dir =
+auth_type = trust
+auth_file = $dir/users.txt
+auth_user = postgres
+pool_mode = $mode
+default_pool_size = 2
+max_client_conn = 500
+logfile = $dir/$mode.log
+pidfile = $dir/$mode.pid
+EOF
+  chown -R postgres: "$dir"
+}
+
+pgbouncer_start_mode() {
+  local mode=$1 name t0 key dir
+  name=pgb-${mode:0:4}
+  t0=$(now_ms)
+  key=$(pgbouncer_port_key "$mode")
+  if pgbouncer_running "$mode"; then
+    report "$name" running "127.0.0.1:${PORT[$key]}" "$t0"
+    return 0
+  fi
+  pg_running || { report "$name" FAILED "(pg is not running)" "$t0"; return 1; }
+  ensure_ports "$key"
+  pgbouncer_prepare "$mode"
+  dir=$(pgbouncer_dir)
+  if ! runuser -u postgres -- /usr/sbin/pgbouncer -d "$dir/$mode.ini" >"$dir/$mode.start.log" 2>&1; then
+    report "$name" FAILED "127.0.0.1:${PORT[$key]}" "$t0"
+    show_log "$dir/$mode.start.log"
+    show_log "$dir/$mode.log"
+    return 1
+  fi
+  local deadline=$(($(now_ms) + START_TIMEOUT * 1000))
+  until tcp_open "${PORT[$key]}"; do
+    if (($(now_ms) > deadline)); then
+      report "$name" FAILED "127.0.0.1:${PORT[$key]}" "$t0"
+      show_log "$dir/$mode.log"
+      return 1
+    fi
+    sleep 0.1
+  done
+  report "$name" started "127.0.0.1:${PORT[$key]}" "$t0"
+}
+
+pgbouncer_start() {
+  local mode
+  load_ports
+  for mode in "${PGBOUNCER_MODES[@]}"; do pgbouncer_start_mode "$mode" || return 1; done
+}
+
+# SIGTERM: PgBouncer's immediate shutdown; nothing in these pools is worth waiting for.
+pgbouncer_stop() {
+  local t0 mode pid
+  t0=$(now_ms)
+  for mode in "${PGBOUNCER_MODES[@]}"; do
+    pgbouncer_running "$mode" || continue
+    pid=$(<"$(pgbouncer_dir)/$mode.pid")
+    kill -TERM "$pid" 2>/dev/null || true
+    wait_gone "$pid" 10 || { kill -KILL "$pid" 2>/dev/null || true; }
+    report "pgb-${mode:0:4}" stopped - "$t0"
+  done
 }
 
 # --- RabbitMQ --------------------------------------------------------------
@@ -534,6 +632,12 @@ write_env() {
       echo "export OUTBOXD_TEST_PG_SOCKET_DIR='$(<"$(pg_dir)/socket_dir")'"
       echo "export OUTBOXD_TEST_PG_DATA='$(pg_dir)/data'"
     fi
+    if pgbouncer_running transaction; then
+      echo "export OUTBOXD_TEST_PGBOUNCER_TX_URL='postgresql://postgres@127.0.0.1:${PORT[PGBOUNCER_TX_PORT]}/postgres'"
+    fi
+    if pgbouncer_running session; then
+      echo "export OUTBOXD_TEST_PGBOUNCER_SESSION_URL='postgresql://postgres@127.0.0.1:${PORT[PGBOUNCER_SESSION_PORT]}/postgres'"
+    fi
     if rabbit_running; then
       echo "export OUTBOXD_TEST_RABBITMQ_URL='amqp://127.0.0.1:${PORT[RABBITMQ_PORT]}'"
       echo "export OUTBOXD_TEST_RABBITMQ_USER=$TEST_USER OUTBOXD_TEST_RABBITMQ_PASSWORD=$TEST_PASSWORD"
@@ -550,7 +654,8 @@ write_env() {
 
 # --- commands --------------------------------------------------------------
 
-selected() { [[ " ${OUTBOXD_SERVICES:-pg rabbitmq artemis} " == *" $1 "* ]]; }
+DEFAULT_SERVICES="pg pgbouncer rabbitmq artemis"
+selected() { [[ " ${OUTBOXD_SERVICES:-$DEFAULT_SERVICES} " == *" $1 "* ]]; }
 
 # Runs a start function; a step that failed before it could report still gets a line.
 start_one() {
@@ -566,12 +671,19 @@ start_all() {
   local t0 svc pids=() failed=0 pid
   t0=$(now_ms)
   [[ $(id -u) == 0 ]] || die "run as root (the PostgreSQL cluster is owned by the postgres user)"
-  for svc in ${OUTBOXD_SERVICES:-pg rabbitmq artemis}; do
-    [[ $svc =~ ^(pg|rabbitmq|artemis)$ ]] || die "unknown service '$svc' in OUTBOXD_SERVICES"
+  for svc in ${OUTBOXD_SERVICES:-$DEFAULT_SERVICES}; do
+    [[ $svc =~ ^(pg|pgbouncer|rabbitmq|artemis)$ ]] || die "unknown service '$svc' in OUTBOXD_SERVICES"
   done
   mkdir -p "$SCRATCH"
-  # Independent services start side by side; each prints its own line.
-  if selected pg; then start_one pg pg_start & pids+=($!); fi
+  # Independent services start side by side; each prints its own line. PgBouncer
+  # needs the cluster's port, so it starts right after PostgreSQL.
+  if selected pg && selected pgbouncer; then
+    (start_one pg pg_start && start_one pgbouncer pgbouncer_start) & pids+=($!)
+  elif selected pg; then
+    start_one pg pg_start & pids+=($!)
+  elif selected pgbouncer; then
+    start_one pgbouncer pgbouncer_start & pids+=($!)
+  fi
   if selected rabbitmq; then start_one rabbitmq rabbit_start & pids+=($!); fi
   if selected artemis; then start_one artemis artemis_start & pids+=($!); fi
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
@@ -585,7 +697,7 @@ stop_all() {
   local pids=() pid
   artemis_stop & pids+=($!)
   rabbit_stop & pids+=($!)
-  pg_stop & pids+=($!)
+  (pgbouncer_stop; pg_stop) & pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || true; done
   write_env
 }
@@ -593,9 +705,10 @@ stop_all() {
 status_all() {
   local svc key running
   load_ports
-  for svc in pg:PG_PORT:pg_running rabbitmq:RABBITMQ_PORT:rabbit_running artemis:ARTEMIS_PORT:artemis_running; do
+  for svc in pg:PG_PORT:pg_running pgb-tran:PGBOUNCER_TX_PORT:"pgbouncer_running transaction" \
+    pgb-sess:PGBOUNCER_SESSION_PORT:"pgbouncer_running session" rabbitmq:RABBITMQ_PORT:rabbit_running artemis:ARTEMIS_PORT:artemis_running; do
     IFS=: read -r svc key running <<<"$svc"
-    if "$running"; then
+    if $running; then
       printf '%-9s %-9s 127.0.0.1:%s\n' "$svc" running "${PORT[$key]}"
     else
       printf '%-9s %-9s\n' "$svc" stopped
@@ -624,6 +737,8 @@ main() {
       rm -rf "$SCRATCH" "$TMP_ROOT/outboxd-pg-$TAG.run"
       ;;
     start-pg) one pg_start ;;
+    start-pgbouncer) one pgbouncer_start ;;
+    stop-pgbouncer) one pgbouncer_stop ;;
     stop-pg) one pg_stop ;;
     restart-pg) one pg_stop && one pg_start ;;
     start-rabbitmq) one rabbit_start ;;

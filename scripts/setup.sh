@@ -15,7 +15,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
   libpq-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev catch2
-  postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+  postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
   shellcheck valgrind systemd
   # Called by scripts/services.sh beyond Debian's essential set: ss, and the

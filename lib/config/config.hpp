@@ -13,6 +13,8 @@ using std::chrono::milliseconds;
 enum class BrokerProfile { generic, rabbitmq, activemq, artemis, azure_servicebus };
 enum class RetentionMode { delete_rows, keep };
 enum class LogFormat { human, json };
+// What sits between the daemon and PostgreSQL; see database.pooler in config/outboxd.yaml.
+enum class Pooler { none, session, transaction };
 
 struct TlsConfig {
   bool enabled = false;           // true for amqps:// URLs
@@ -31,6 +33,8 @@ struct DatabaseConfig {
   milliseconds statement_timeout{30000};
   milliseconds reconnect_min{100};
   milliseconds reconnect_max{10000};
+  Pooler pooler = Pooler::none;
+  std::string listen_url;         // direct to PostgreSQL for LISTEN (pooler transaction); empty: poll
 
   bool operator==(const DatabaseConfig&) const = default;
 };
@@ -130,5 +134,6 @@ struct Config {
 const char* to_string(BrokerProfile profile);
 const char* to_string(RetentionMode mode);
 const char* to_string(LogFormat format);
+const char* to_string(Pooler pooler);
 
 }  // namespace outboxd::config

@@ -25,5 +25,6 @@ std::string join_names(std::span<const std::string_view> names) {
 const char* to_string(BrokerProfile profile) { return name_of<BrokerProfile>(kBrokerProfiles, profile); }
 const char* to_string(RetentionMode mode) { return name_of<RetentionMode>(kRetentionModes, mode); }
 const char* to_string(LogFormat format) { return name_of<LogFormat>(kLogFormats, format); }
+const char* to_string(Pooler pooler) { return name_of<Pooler>(kPoolers, pooler); }
 
 }  // namespace outboxd::config

@@ -32,6 +32,12 @@ inline constexpr Named<LogFormat> kLogFormats[] = {
     {"json", LogFormat::json},
 };
 
+inline constexpr Named<Pooler> kPoolers[] = {
+    {"none", Pooler::none},
+    {"session", Pooler::session},
+    {"transaction", Pooler::transaction},
+};
+
 inline constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 
 inline constexpr std::string_view kSaslPlain = "PLAIN";

@@ -98,6 +98,16 @@ void read_database(MapReader& root, DatabaseConfig& out) {
   database.millis("statement_timeout_ms", out.statement_timeout, kStatementTimeoutMs);
   database.millis("reconnect_min_ms", out.reconnect_min, kReconnectMinMs);
   database.millis("reconnect_max_ms", out.reconnect_max, kReconnectMaxMs);
+  database.choice<Pooler>("pooler", out.pooler, kPoolers);
+  if (database.nonempty_text("listen_url", out.listen_url)) {
+    const auto target = parse_pg_url(out.listen_url);
+    if (!target) {
+      database.report("listen_url", target.error().message);
+    } else if (out.pooler != Pooler::transaction) {
+      // With no pooler or a session pooler the main connection LISTENs itself.
+      database.report("listen_url", "is only used with pooler: transaction");
+    }
+  }
 }
 
 void read_broker(MapReader& root, BrokerConfig& out) {

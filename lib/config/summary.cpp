@@ -47,6 +47,9 @@ std::string describe_sasl(const BrokerConfig& broker) {
 
 std::string summary(const Config& config) {
   std::string out = "ok: database " + describe_database(config.database.url);
+  if (config.database.pooler != Pooler::none) {
+    out += " (through a " + std::string(to_string(config.database.pooler)) + " pooler)";
+  }
   out += ", broker " + describe_broker(config.broker.url);
   out += " (" + std::string(to_string(config.broker.profile)) + ", " + describe_sasl(config.broker) + ")";
   out += ", schema " + config.outbox.schema;

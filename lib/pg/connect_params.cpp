@@ -32,6 +32,13 @@ long long whole_seconds_up(std::chrono::milliseconds duration) {
 
 }  // namespace
 
+Settings daemon_settings(const config::DatabaseConfig& config) {
+  // Short OLTP statements only. The planner overestimates the scheduled claim
+  // (due_at > created_at compares two columns) and JIT-compiling it then costs
+  // tens of milliseconds per call.
+  return {{"statement_timeout", std::to_string(config.statement_timeout.count())}, {"jit", "off"}};
+}
+
 core::Result<ConnectParams> connect_params(const config::DatabaseConfig& config, const std::string& application_name) {
   auto parsed = url_settings(config.url);
   if (!parsed) return parsed.error();
@@ -47,14 +54,15 @@ core::Result<ConnectParams> connect_params(const config::DatabaseConfig& config,
   add("dbname", config.url);
   add("application_name", application_name);
   add("connect_timeout", std::to_string(whole_seconds_up(config.connect_timeout)));
-  std::string options;
-  if (auto it = in_url.find("options"); it != in_url.end() && !it->second.empty()) options = it->second + " ";
-  options += "-c statement_timeout=" + std::to_string(config.statement_timeout.count());
-  // Short OLTP statements only. The planner overestimates the scheduled claim
-  // (due_at > created_at compares two columns) and JIT-compiling it then costs
-  // tens of milliseconds per call.
-  options += " -c jit=off";
-  add("options", std::move(options));
+  // A pooler refuses `options` in the startup packet (PgBouncer: "unsupported
+  // startup parameter") or drops it; Connection applies the settings itself.
+  if (config.pooler == config::Pooler::none) {
+    std::string options;
+    if (auto it = in_url.find("options"); it != in_url.end() && !it->second.empty()) options = it->second + " ";
+    for (const auto& [name, value] : daemon_settings(config)) options += "-c " + name + "=" + value + " ";
+    options.pop_back();
+    add("options", std::move(options));
+  }
   // A daemon that sleeps on its socket waiting for NOTIFY must notice a dead
   // peer by itself; the kernel defaults take hours.
   add_default("client_encoding", "UTF8");  // AMQP strings are UTF-8 whatever the database uses

@@ -16,6 +16,13 @@ struct ConnectParams {
   std::vector<std::pair<std::string, std::string>> keywords;
 };
 
+// Name and value of each setting the daemon's statements run with:
+// statement_timeout and jit.
+using Settings = std::vector<std::pair<std::string, std::string>>;
+Settings daemon_settings(const config::DatabaseConfig& config);
+
+// Without a pooler, the daemon's settings go in the startup packet's
+// `options`; with one, none do (see Connection::open).
 // The URL is parsed only to merge its own `options` and to respect its TCP
 // settings; the password, when configured, is a keyword of its own.
 // Errors never quote the URL (it may hold a password).

@@ -1,4 +1,4 @@
-// libpq session: statements, prepared statements re-prepared after reconnect, LISTEN/NOTIFY.
+// libpq session: statements, prepared statements re-prepared after reconnect, LISTEN/NOTIFY, poolers.
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
@@ -18,6 +18,9 @@ struct Connection::Statement {
 
 struct Connection::State {
   PGconn* conn = nullptr;
+  config::Pooler pooler = config::Pooler::none;
+  std::string settings_sql;  // set_config() of daemon_settings(), see apply_session_settings()
+  Params settings;
   std::map<std::string, Statement, std::less<>> statements;
   std::vector<std::string> channels;
   Failure last_failure;
@@ -102,6 +105,18 @@ bool is_commit(std::string_view sql) {
 
 void ignore_notice(void*, const char*) {}
 
+// SELECT set_config($1, $2, local), ...: `local` lasts to the end of the
+// transaction, like SET LOCAL, which unlike SET LOCAL needs no BEGIN.
+std::string set_config_sql(std::size_t count, bool local) {
+  std::string sql = "SELECT ";
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i > 0) sql += ", ";
+    sql += "pg_catalog.set_config($" + std::to_string(2 * i + 1) + ", $" + std::to_string(2 * i + 2) + ", " +
+           (local ? "true" : "false") + ")";
+  }
+  return sql;
+}
+
 }  // namespace
 
 Connection::Connection(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -131,8 +146,30 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
   // Notices (e.g. "already exists, skipping") would otherwise go to stderr
   // past the daemon's logger.
   PQsetNoticeProcessor(state->conn, ignore_notice, nullptr);
-  return Connection(std::move(state));
+  state->pooler = config.pooler;
+  const Settings settings = daemon_settings(config);
+  state->settings_sql = set_config_sql(settings.size(), config.pooler == config::Pooler::transaction);
+  for (const auto& [name, value] : settings) {
+    state->settings.emplace_back(name);
+    state->settings.emplace_back(value);
+  }
+  Connection connection(std::move(state));
+  if (auto applied = connection.apply_session_settings(); !applied) return applied.error();
+  return connection;
 }
+
+// Without a pooler the startup options set them. A session pooler drops
+// those, but the session is ours until we disconnect (its reset query,
+// DISCARD ALL by default, clears them for the next client). Behind a
+// transaction pooler, run_pipeline() sends them with every transaction.
+core::Status Connection::apply_session_settings() {
+  if (state_->pooler != config::Pooler::session) return {};
+  auto applied = exec_params(state_->settings_sql, state_->settings);
+  if (!applied) return applied.error();
+  return {};
+}
+
+bool Connection::unnamed() const { return state_->pooler == config::Pooler::transaction; }
 
 bool Connection::ok() const { return state_ && state_->conn != nullptr && PQstatus(state_->conn) == CONNECTION_OK; }
 
@@ -152,6 +189,7 @@ core::Status Connection::reset() {
     state_->last_failure.kind = classify_connect_failure(reason);
     return state_->last_failure.to_error();
   }
+  if (auto applied = apply_session_settings(); !applied) return applied;
   for (const std::string& channel : state_->channels) {
     auto listening = exec("LISTEN " + quote_ident(channel));
     if (!listening) return listening.error();
@@ -232,13 +270,15 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
     if (!dropped) return dropped.error();
     statement.deallocate = false;
   }
-  auto prepared = conclude(PQprepare(state_->conn, name.c_str(), statement.sql.c_str(), 0, nullptr), false,
-                           statement.sql);
+  // Unnamed behind a transaction pooler: only checked (tables, columns), as
+  // the next transaction may run on another server session.
+  auto prepared = conclude(PQprepare(state_->conn, unnamed() ? "" : name.c_str(), statement.sql.c_str(), 0, nullptr),
+                           false, statement.sql);
   if (!prepared) {
     state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
     return state_->last_failure.to_error();
   }
-  statement.prepared = true;
+  statement.prepared = !unnamed();
   return {};
 }
 
@@ -249,6 +289,11 @@ core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params
     return state_->last_failure.to_error();
   }
   if (not_connected()) return state_->last_failure.to_error();
+  if (unnamed()) {
+    auto rows = run_pipeline({&*it}, {{it->first, params, format}});
+    if (!rows) return rows.error();
+    return std::move(rows.value().front());
+  }
   const auto values = values_of(params);
   for (int attempt = 0;; ++attempt) {
     if (!it->second.prepared) {
@@ -283,7 +328,7 @@ core::Result<std::vector<Rows>> Connection::exec_prepared_pipeline(const std::ve
   }
   for (int attempt = 0;; ++attempt) {
     for (Entry* entry : entries) {
-      if (entry->second.prepared) continue;
+      if (entry->second.prepared || unnamed()) continue;
       if (auto prepared = prepare_now(*entry); !prepared) return prepared.error();
     }
     auto results = run_pipeline(entries, calls);
@@ -296,6 +341,27 @@ core::Result<std::vector<Rows>> Connection::exec_prepared_pipeline(const std::ve
   }
 }
 
+// Behind a transaction pooler every statement is unnamed (Parse, Bind,
+// Execute) and the pipeline starts with the settings, local to its
+// transaction: one Sync, so one transaction on one server session.
+bool Connection::send_pipeline(const std::vector<Entry*>& entries, const std::vector<PreparedCall>& calls) {
+  PGconn* conn = state_->conn;
+  // `name` null: the unnamed statement, parsed from `sql` in this pipeline.
+  auto send = [conn](const std::string& sql, const char* name, const Params& params, ResultFormat format) {
+    const auto values = values_of(params);
+    const auto count = static_cast<int>(values.size());
+    const int binary = static_cast<int>(format);
+    if (name != nullptr) return PQsendQueryPrepared(conn, name, count, values.data(), nullptr, nullptr, binary) == 1;
+    return PQsendQueryParams(conn, sql.c_str(), count, nullptr, values.data(), nullptr, nullptr, binary) == 1;
+  };
+  if (unnamed() && !send(state_->settings_sql, nullptr, state_->settings, ResultFormat::text)) return false;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const char* name = unnamed() ? nullptr : entries[i]->first.c_str();
+    if (!send(entries[i]->second.sql, name, calls[i].params, calls[i].format)) return false;
+  }
+  return true;
+}
+
 core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry*>& entries,
                                                          const std::vector<PreparedCall>& calls) {
   PGconn* conn = state_->conn;
@@ -306,18 +372,13 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
     return state_->last_failure.to_error();
   };
   if (PQenterPipelineMode(conn) != 1) return broken("entering pipeline mode");
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    const auto values = values_of(calls[i].params);
-    if (PQsendQueryPrepared(conn, entries[i]->first.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
-                            nullptr, static_cast<int>(calls[i].format)) != 1) {
-      return broken("sending a pipelined statement");
-    }
-  }
+  if (!send_pipeline(entries, calls)) return broken("sending a pipelined statement");
   if (PQpipelineSync(conn) != 1) return broken("sending a pipeline sync");
   std::vector<Rows> rows;
   rows.reserve(calls.size());
   std::optional<core::Error> first_error;
-  for (std::size_t i = 0; i < calls.size(); ++i) {
+  const std::size_t skipped = unnamed() ? 1 : 0;  // the settings' result
+  for (std::size_t i = 0; i < skipped + calls.size(); ++i) {
     PGresult* result = PQgetResult(conn);
     if (result == nullptr) return broken("reading a pipelined result");
     // Each statement's results end with a null; statements after a failed
@@ -327,11 +388,11 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
       PQclear(result);
       continue;
     }
-    auto concluded = conclude(result, may_commit, entries[i]->second.sql);
-    if (concluded) {
-      rows.push_back(std::move(concluded).value());
-    } else {
+    auto concluded = conclude(result, may_commit, i < skipped ? state_->settings_sql : entries[i - skipped]->second.sql);
+    if (!concluded) {
       first_error = concluded.error();
+    } else if (i >= skipped) {
+      rows.push_back(std::move(concluded).value());
     }
   }
   PGresult* sync = PQgetResult(conn);

@@ -1,4 +1,4 @@
-// One PostgreSQL session: statements with bound parameters, named prepared statements, LISTEN.
+// One PostgreSQL session: statements with bound parameters, named prepared statements, LISTEN; or pooled.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +58,11 @@ class Connection {
  public:
   // Connects with `config.url` (libpq URI or conninfo). The password goes to
   // libpq as its own keyword, never into a string that could be logged.
-  // statement_timeout is set for the session through the startup options.
+  // statement_timeout and jit are set for the session through the startup
+  // options, or after connecting behind a session pooler. Behind a
+  // transaction pooler (config.pooler) no session state is kept: defined
+  // statements run unnamed, each in a transaction of its own that sets them
+  // locally; exec() and exec_params() run without them.
   static core::Result<Connection> open(const config::DatabaseConfig& config, std::string application_name);
 
   ~Connection();
@@ -94,6 +98,8 @@ class Connection {
   core::Result<std::vector<Rows>> exec_prepared_pipeline(const std::vector<PreparedCall>& calls);
 
   // LISTEN on `channel` (quoted, case kept) now and after every reset().
+  // Not behind a transaction pooler: the LISTEN would stay on whichever
+  // server session ran it (see database.listen_url).
   core::Status listen(std::string channel);
   // The socket to poll for readability; -1 when not connected.
   int socket() const;
@@ -110,8 +116,11 @@ class Connection {
   explicit Connection(std::unique_ptr<State> state);
   bool not_connected();  // records the failure when true
   bool autocommit() const;
+  bool unnamed() const;  // behind a transaction pooler
+  core::Status apply_session_settings();
   core::Status prepare_now(std::pair<const std::string, Statement>& entry);
   using Entry = std::pair<const std::string, Statement>;
+  bool send_pipeline(const std::vector<Entry*>& entries, const std::vector<PreparedCall>& calls);
   core::Result<std::vector<Rows>> run_pipeline(const std::vector<Entry*>& entries,
                                                const std::vector<PreparedCall>& calls);
   core::Result<Rows> conclude(void* result, bool commit_in_flight, std::string_view sql);

@@ -157,6 +157,11 @@ core::Result<bool> apply(Connection& connection, const MigrateOptions& options, 
       {options.schema, options.workflow_schema, std::to_string(options.partitions)});
   if (!configured) return configured.error();
   if (auto ran = connection.exec(migration.sql); !ran) return ran.error();
+  // The scripts set search_path for the session. Given back in the same
+  // transaction: behind a transaction pooler a later statement may run on
+  // another server session, and this one would keep the scripts' path for
+  // whichever client gets it next.
+  if (auto reset = connection.exec("RESET search_path"); !reset) return reset.error();
   auto inserted = connection.exec_params("INSERT INTO " + table + " (version, name, checksum) VALUES ($1, $2, $3)",
                                          {std::to_string(migration.version), migration.name, migration.checksum});
   if (!inserted) return inserted.error();
@@ -230,8 +235,6 @@ core::Result<MigrationReport> migrate(Connection& connection, const MigrateOptio
     }
     report.steps.push_back(std::move(step));
   }
-  // The scripts set search_path for the session; give the session back as it was.
-  if (!options.dry_run) (void)connection.exec("RESET search_path");
   return report;
 }
 

@@ -170,6 +170,20 @@ TEST_CASE("a failing script rolls back completely and names the script and line"
   CHECK(count(connection, "SELECT max(version) FROM outbox.schema_migrations") == migrations().back().version);
 }
 
+TEST_CASE("each script gives the session its search_path back in its own transaction", "[pg][migrate]") {
+  // Behind a transaction pooler the next statement may run on another server
+  // session: a path reset only at the end (or never, after a failure) would
+  // stay behind for another client. A failed run shows it without a pooler.
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  std::vector<Migration> next = migrations();
+  const int version = next.back().version + 1;
+  next.push_back({version, std::to_string(version) + "_broken.sql", "SELEC 1;\n", "feed"});
+  REQUIRE_FALSE(migrate(connection, ScratchDatabase::default_options(), next).ok());
+  CHECK(count(connection, "SELECT max(version) FROM outbox.schema_migrations") == migrations().back().version);
+  CHECK(must(connection, "SHOW search_path").text(0, 0) == "\"$user\", public");
+}
+
 TEST_CASE("schema names from config are quoted everywhere", "[pg][migrate]") {
   ScratchDatabase db;
   MigrateOptions options;

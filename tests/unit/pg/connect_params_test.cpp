@@ -61,6 +61,15 @@ TEST_CASE("connect_params appends to the URL's own options and respects its keep
   CHECK(keys.count("keepalives_idle") == 0);  // the URL's 60 stays in force
 }
 
+TEST_CASE("connect_params sends no startup options through a pooler, which would refuse them", "[pg]") {
+  config::DatabaseConfig db;
+  db.url = "postgresql://u@pooler:6432/app";
+  db.pooler = GENERATE(config::Pooler::session, config::Pooler::transaction);
+  const auto keys = keywords_of(db);
+  CHECK(keys.count("options") == 0);
+  CHECK(keys.at("application_name") == "outboxd test");
+}
+
 TEST_CASE("connect_params rejects a malformed URL without quoting it", "[pg]") {
   config::DatabaseConfig db;
   db.url = "postgresql://u:hunter2%zz@h/app";
