@@ -16,6 +16,7 @@ PACKAGES=(
   postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
   shellcheck valgrind systemd
+  podman buildah runc uidmap debootstrap
 )
 
 release=0
