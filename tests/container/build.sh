@@ -70,16 +70,6 @@ import_bases() {
   done < <(awk '$1 == "FROM" { print $2 }' Dockerfile | sort -u)
 }
 
-# podman's default rlimits (nofile 1048576) exceed the hard limits of many CI machines and
-# make every RUN fail in setrlimit; asking for the hard limits themselves always works.
-ulimit_flags() {
-  local nofile nproc
-  nofile=$(ulimit -Hn)
-  nproc=$(ulimit -Hu)
-  [[ $nofile == unlimited ]] || printf -- '--ulimit=nofile=%s:%s\n' "$nofile" "$nofile"
-  [[ $nproc == unlimited ]] || printf -- '--ulimit=nproc=%s:%s\n' "$nproc" "$nproc"
-}
-
 start=$SECONDS
 [[ -f $tarball ]] || make_base_tarball
 import_bases
@@ -87,7 +77,7 @@ base_done=$SECONDS
 say "base ready in $((base_done - start)) s; podman build -t $image"
 # --format docker: an OCI image would drop the HEALTHCHECK. --isolation chroot: RUN steps
 # need no OCI runtime, so no cgroup set-up (crun refuses cgroup v1 hybrid hosts).
-mapfile -t limits < <(ulimit_flags)
+mapfile -t limits < <(tests/container/podman_limits.sh)
 log=$cache/build.log
 podman build --format docker --pull=never --isolation chroot "${limits[@]}" -t "$image" . >"$log" 2>&1 ||
   { tail -n 80 "$log" >&2; echo "container: podman build failed; full log: $log" >&2; exit 1; }

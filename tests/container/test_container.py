@@ -1,7 +1,6 @@
 """The outboxd image (tests/container/build.sh) run with podman against PostgreSQL and RabbitMQ."""
 
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -20,21 +19,13 @@ UID = "10001"
 SHUTDOWN_TIMEOUT_S = 5
 
 
-def ulimit(name, limit, cap=None):
-    """`--ulimit=name=n:n` with n the hard limit (or `cap`, if lower); None when unlimited."""
-    values = [v for v in (resource.getrlimit(limit)[1], cap) if v is not None and v != resource.RLIM_INFINITY]
-    return f"--ulimit={name}={min(values)}:{min(values)}" if values else None
-
-
 def run_flags():
     """What `podman run` needs on a cgroup v1 host without systemd (see tests/container/run.sh)."""
-    # crun refuses cgroup v1 hybrid hosts: runc. podman's default rlimits exceed the hard
-    # ones, and runc may not raise NPROC past conmon's, which is kernel.pid_max.
-    # No systemd to schedule the HEALTHCHECK: the test runs it with `podman healthcheck run`.
-    with open("/proc/sys/kernel/pid_max") as f:
-        pid_max = int(f.read())
-    limits = [ulimit("nofile", resource.RLIMIT_NOFILE), ulimit("nproc", resource.RLIMIT_NPROC, pid_max)]
-    return ["--runtime", "runc", "--network=host", "--health-interval=disable", *filter(None, limits)]
+    # crun refuses cgroup v1 hybrid hosts: runc. No systemd to schedule the HEALTHCHECK:
+    # the test runs it with `podman healthcheck run`.
+    limits = subprocess.run([os.path.join(os.path.dirname(__file__), "podman_limits.sh")],
+                            capture_output=True, text=True, check=True).stdout.split()
+    return ["--runtime", "runc", "--network=host", "--health-interval=disable", *limits]
 
 
 def podman(*args, check=True, timeout=120):
