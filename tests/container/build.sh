@@ -76,7 +76,8 @@ import_bases
 base_done=$SECONDS
 say "base ready in $((base_done - start)) s; podman build -t $image"
 # --format docker: an OCI image would drop the HEALTHCHECK. --isolation chroot: RUN steps
-# need no OCI runtime, so no cgroup set-up (crun refuses cgroup v1 hybrid hosts).
+# need no OCI runtime. The default runtime, crun, fails every RUN on cgroup v1 hybrid hosts
+# ("cgroups in hybrid mode not supported"); --runtime runc with these limits works too.
 mapfile -t limits < <(tests/container/podman_limits.sh)
 log=$cache/build.log
 podman build --format docker --pull=never --isolation chroot "${limits[@]}" -t "$image" . >"$log" 2>&1 ||

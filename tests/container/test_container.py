@@ -20,9 +20,7 @@ SHUTDOWN_TIMEOUT_S = 5
 
 
 def run_flags():
-    """What `podman run` needs on a cgroup v1 host without systemd (see tests/container/run.sh)."""
-    # crun refuses cgroup v1 hybrid hosts: runc. No systemd to schedule the HEALTHCHECK:
-    # the test runs it with `podman healthcheck run`.
+    """What `podman run` needs on a cgroup v1 host without systemd: tests/container/run.sh says why."""
     limits = subprocess.run([os.path.join(os.path.dirname(__file__), "podman_limits.sh")],
                             capture_output=True, text=True, check=True).stdout.split()
     return ["--runtime", "runc", "--network=host", "--health-interval=disable", *limits]
