@@ -33,9 +33,9 @@ def podman(*args, check=True, timeout=120):
     return result
 
 
-def outboxd(etc, *args, check=True):
+def outboxd(etc, *args):
     """One outboxd command in a throwaway container, with `etc` mounted as /etc/outboxd."""
-    return podman("run", "--rm", *run_flags(), "-v", f"{etc}:/etc/outboxd:ro", IMAGE, *args, check=check)
+    return podman("run", "--rm", *run_flags(), "-v", f"{etc}:/etc/outboxd:ro", IMAGE, *args)
 
 
 @pytest.fixture
