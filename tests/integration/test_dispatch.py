@@ -249,6 +249,29 @@ def test_metrics_count_outcomes_and_time_each_row_from_when_it_fell_due(workdir,
             <= metrics['outboxd_dispatch_delay_seconds_sum{until="accept"}'])
 
 
+def healthcheck(config):
+    result = run_cli("healthcheck", "-c", config, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_healthcheck_command_asks_the_running_daemons_healthz(workdir, database):
+    rabbitmq = Broker("rabbitmq")
+    port = free_port()
+    config = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq, http={"listen": f"0.0.0.0:{port}"})
+    run_cli("migrate", "-c", config)
+    assert healthcheck(config)[0] == 1, "healthy before the daemon started"
+    daemon = Daemon(config).start()
+    try:
+        wait_until(lambda: healthcheck(config)[0] == 0, what="outboxd healthcheck exits 0")
+        assert healthcheck(config)[1] == "ok\n"
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    code, output = healthcheck(config)
+    assert code == 1 and f"GET http://127.0.0.1:{port}/healthz: " in output, output
+    no_http = write_config(f"{workdir}/no-http.yaml", database, rabbitmq)
+    assert healthcheck(no_http) == (1, f"healthcheck: http.listen is empty in {no_http}, so the daemon serves no /healthz\n")
+
+
 def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
     queue = unique("wakeup")
     consumer = Consumer(broker, queue)

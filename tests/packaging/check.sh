@@ -2,8 +2,9 @@
 # Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile.
 #
 # Usage: tests/packaging/check.sh [path/to/outboxd]   (default: build/daemon/outboxd)
-# Docker cannot run here, so the Dockerfile is checked by reading it: its packages exist in
-# Debian 12 and its runtime stage installs every library the binary links against.
+# The Dockerfile is checked by reading it: its packages exist in Debian 12, its runtime stage
+# installs every library the binary links against, its bases are pinned and its HEALTHCHECK
+# runs outboxd's own. tests/container/run.sh builds and runs the image itself.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 binary=${1:-build/daemon/outboxd}
@@ -23,7 +24,7 @@ check() {
 }
 
 shellcheck_scripts() {
-  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh
+  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh
 }
 
 # systemd-analyze needs the ExecStart binary to exist, so a copy of the unit points at the
@@ -92,10 +93,43 @@ docker_copy_sources() {
   return "$bad"
 }
 
-check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh" shellcheck_scripts
+# Every FROM names an exact base: a dated tag (debian:bookworm-20250520[-slim]) or a digest,
+# never a moving one such as debian:12, bookworm-slim or latest; earlier stages may be named.
+docker_from_pinned() {
+  local image stages=" " bad=0
+  while read -r image alias; do
+    if [[ $stages == *" $image "* ]]; then
+      :
+    elif [[ ! $image =~ @sha256:[0-9a-f]{64}$ && ! $image =~ ^[a-z0-9./-]+:[a-z]+-[0-9]{8}(-slim)?$ ]]; then
+      echo "FROM $image: not an exact tag (like debian:bookworm-20250520) or digest"; bad=1
+    fi
+    [[ -z $alias ]] || stages+="$alias "
+  done < <(awk 'toupper($1) == "FROM" { print $2, (toupper($3) == "AS" ? $4 : "") }' Dockerfile)
+  return "$bad"
+}
+
+# The last stage has one HEALTHCHECK: outboxd's own subcommand (no curl in the image), reading
+# the config that the default command runs with; and the binary has that subcommand.
+docker_healthcheck() {
+  local last health run_config
+  last=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' Dockerfile | awk '/^FROM /{ s = "" } { s = s $0 "\n" } END { printf "%s", s }')
+  health=$(grep '^HEALTHCHECK ' <<<"$last" || true)
+  [[ $(grep -c . <<<"$health") == 1 ]] || { echo "the runtime stage needs exactly one HEALTHCHECK"; return 1; }
+  [[ $health == *'CMD ["/usr/local/bin/outboxd", "healthcheck", "-c", '* ]] ||
+    { echo "HEALTHCHECK must run [\"/usr/local/bin/outboxd\", \"healthcheck\", \"-c\", ...]: $health"; return 1; }
+  run_config=$(sed -n 's/^CMD \["run", "-c", \("[^"]*"\)\]$/\1/p' <<<"$last")
+  [[ -n $run_config && $health == *"\"healthcheck\", \"-c\", $run_config]"* ]] ||
+    { echo "HEALTHCHECK reads another config than CMD [\"run\", \"-c\", $run_config]: $health"; return 1; }
+  [[ -x $binary ]] || { echo "no $binary: build first"; return 1; }
+  "$binary" healthcheck --help >/dev/null || { echo "$binary has no healthcheck subcommand"; return 1; }
+}
+
+check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
 check "Dockerfile packages exist in Debian 12" docker_packages_exist
 check "Dockerfile runtime stage has every linked library" docker_runtime_libs
 check "Dockerfile COPY sources exist" docker_copy_sources
+check "Dockerfile FROM lines name exact tags or digests" docker_from_pinned
+check "Dockerfile HEALTHCHECK runs outboxd healthcheck with the run config" docker_healthcheck
 printf '%d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))
