@@ -25,6 +25,7 @@ void Dispatcher::handle_signals() {
       stopping_ = true;
       health_.stopping = true;
       service_.stopping();
+      report_status(false);  // the loop may end in this very iteration
       stop_deadline_ = clock_.now() + config_.dispatch.shutdown_timeout;
     } else {
       spdlog::warn("{} again: stopping now", strsignal(signal));
