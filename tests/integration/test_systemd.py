@@ -246,3 +246,33 @@ def test_sighup_reloads_between_reloading_and_ready(workdir, database, broker, n
     assert broker.password not in log
     assert daemon.alive()
     assert daemon.stop() == 0, log
+
+
+def test_a_rotated_password_file_is_read_at_the_next_connection_attempt(workdir, database, broker, notify):
+    if not broker.user:
+        pytest.skip("the broker takes no password")
+    secret = os.path.join(workdir, "broker-password")
+    with open(secret, "w") as f:
+        f.write("not-the-password\n")
+    path = configure(workdir, database, broker, broker={"reconnect_max_ms": 200})
+    replace_line(path, f'  password: "{broker.password}"', f'  password_file: "{secret}"')
+    daemon = Daemon(path).start()
+    waiting = notify.wait_for_status("waiting for the broker")
+    time.sleep(1.5)  # refused logins, retried
+    assert not notify.times("READY=1"), daemon.log()
+
+    with open(secret + ".new", "w") as f:
+        f.write(broker.password + "\n")
+    os.rename(secret + ".new", secret)  # as credential tools replace a file
+    rotated = time.monotonic()
+    assert notify.wait_for("READY=1", timeout=15) > rotated > waiting
+
+    # The running configuration still holds the old contents: a reload names the key, never a value.
+    sent = time.monotonic()
+    daemon.signal(signal.SIGHUP)
+    notify.wait_for("READY=1", after=sent)
+    wait_until(lambda: "reload: applied" in daemon.log(), timeout=5, what="the reload log line")
+    assert daemon.stop() == 0, daemon.log()
+    log = daemon.log()
+    assert "reload: applied broker.password_file" in log, log
+    assert broker.password not in log and "not-the-password" not in log, log
