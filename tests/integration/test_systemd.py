@@ -276,3 +276,21 @@ def test_a_rotated_password_file_is_read_at_the_next_connection_attempt(workdir,
     log = daemon.log()
     assert "reload: applied broker.password_file" in log, log
     assert broker.password not in log and "not-the-password" not in log, log
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def test_stats_interval_zero_turns_the_counts_off_and_the_loop_still_sleeps(workdir, database, broker, notify):
+    path = configure(workdir, database, broker, dispatch={"stats_interval_ms": 0})
+    daemon = Daemon(path).start()
+    ready = notify.wait_for("READY=1")
+    notify.wait_for_status("dispatching", after=ready - 1)
+    before = cpu_seconds(daemon.process.pid)
+    time.sleep(3)
+    assert cpu_seconds(daemon.process.pid) - before < 0.5  # idle: asleep in poll(), not spinning
+    assert notify.statuses(after=ready)[-1:] == ["dispatching: 0 in flight, 0 dispatched"]
+    assert daemon.stop() == 0, daemon.log()
