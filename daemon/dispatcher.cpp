@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <csignal>
-#include <cstring>
 
 namespace outboxd::daemon {
 
@@ -16,18 +14,6 @@ using std::chrono::milliseconds;
 // First look at transactions that were open when NOTIFY was armed; the delay
 // doubles up to the poll interval while they stay open.
 constexpr milliseconds kLateCommitCheck{10};
-
-dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
-  dispatch::PlannerPolicy policy;
-  policy.window = static_cast<std::size_t>(d.in_flight);
-  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
-  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
-  policy.max_attempts = d.max_attempts;
-  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
-  policy.release_retry = d.release_retry;
-  policy.releases_per_attempt = d.releases_per_attempt;
-  return policy;
-}
 
 // Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
 dispatch::WakeupPolicy::Settings wakeup_settings(const config::DispatchConfig& d) {
@@ -41,21 +27,33 @@ dispatch::RowRef row_ref(const core::OutboxMessage& row) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, SignalWatcher& signals)
-    : config_(config),
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
+  dispatch::PlannerPolicy policy;
+  policy.window = static_cast<std::size_t>(d.in_flight);
+  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
+  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.max_attempts = d.max_attempts;
+  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
+  policy.release_retry = d.release_retry;
+  policy.releases_per_attempt = d.releases_per_attempt;
+  return policy;
+}
+
+Dispatcher::Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals)
+    : config_(std::move(config)),
       instance_id_(std::move(instance_id)),
       metrics_(registry_),
       random_(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       signals_(signals),
       outcomes_(wakeup_),
-      planner_(planner_policy(config.dispatch), clock_, random_),
-      db_(config, instance_id_, clock_, random_),
-      leases_(config.leases, instance_id_, clock_),
-      publisher_(config.broker, config.broker.container_id.empty() ? instance_id_ : config.broker.container_id,
+      planner_(planner_policy(config_.dispatch), clock_, random_),
+      db_(config_, instance_id_, clock_, random_),
+      leases_(config_.leases, instance_id_, clock_),
+      publisher_(config_.broker, config_.broker.container_id.empty() ? instance_id_ : config_.broker.container_id,
                  outcomes_),
       service_(clock_),
-      late_commits_(kLateCommitCheck, config.dispatch.poll_interval),
-      wakeup_policy_(wakeup_settings(config.dispatch), clock_.now()) {}
+      late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
+      wakeup_policy_(wakeup_settings(config_.dispatch), clock_.now()) {}
 
 int Dispatcher::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
@@ -82,7 +80,8 @@ int Dispatcher::run() {
   const auto now = clock_.now();
   next_poll_ = now + config_.dispatch.poll_interval;
   next_purge_ = now;
-  next_stats_ = now + config_.dispatch.stats_interval;
+  schedule_stats(now);
+  report_status(false);
   while (!exit_code_) {
     handle_signals();
     apply_outcomes();
@@ -99,6 +98,8 @@ int Dispatcher::run() {
     purge_finished();
     log_stats();
     if (stopping_ && finished_stopping()) break;
+    announce_ready();
+    report_status(false);
     service_.keep_alive();
     update_health();
     sleep_until_next_event();
@@ -117,26 +118,6 @@ int Dispatcher::run() {
   }
   spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
   return exit_code_.value_or(0);
-}
-
-void Dispatcher::handle_signals() {
-  for (const int signal : signals_.take()) {
-    if (signal == SIGHUP) {
-      spdlog::info("SIGHUP: logs go to stderr, nothing to reopen; restart to apply configuration changes");
-      continue;
-    }
-    if (!stopping_) {
-      spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
-                   config_.dispatch.shutdown_timeout.count(), planner_.in_flight());
-      stopping_ = true;
-      health_.stopping = true;
-      service_.stopping();
-      stop_deadline_ = clock_.now() + config_.dispatch.shutdown_timeout;
-    } else {
-      spdlog::warn("{} again: stopping now", strsignal(signal));
-      stop_deadline_ = clock_.now();
-    }
-  }
 }
 
 void Dispatcher::apply_outcomes() {
@@ -181,10 +162,6 @@ void Dispatcher::apply_outcomes() {
 core::Status Dispatcher::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
-    if (!announced_ready_) {
-      service_.ready();
-      announced_ready_ = true;
-    }
     backlog_ = true;
     restart_pass();
     idle_ = false;
@@ -425,6 +402,7 @@ void Dispatcher::purge_finished() {
 void Dispatcher::log_stats() {
   const auto now = clock_.now();
   if (now < next_stats_) return;
+  report_status(true);
   const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
   const auto delta = totals_.dispatched - last_stats_.dispatched;
   if (delta > 0 || planner_.in_flight() > 0 || planner_.buffered() > 0) {
@@ -433,7 +411,13 @@ void Dispatcher::log_stats() {
                  totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
   }
   last_stats_ = totals_;
-  next_stats_ = now + config_.dispatch.stats_interval;
+  schedule_stats(now);
+}
+
+// stats_interval_ms 0 turns the stats line off (and its status refresh).
+void Dispatcher::schedule_stats(core::SteadyTime now) {
+  const auto interval = config_.dispatch.stats_interval;
+  next_stats_ = interval.count() > 0 ? now + interval : core::SteadyTime::max();
 }
 
 // From the moment a row became due (its claim's start less how long the

@@ -10,6 +10,7 @@
 
 #include "amqp/publisher.hpp"
 #include "config/config.hpp"
+#include "config/reload.hpp"
 #include "core/clock.hpp"
 #include "daemon/database_link.hpp"
 #include "daemon/dispatcher_metrics.hpp"
@@ -26,9 +27,14 @@
 
 namespace outboxd::daemon {
 
+// The planner's policy from the dispatch section, at start and after a reload.
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
+
 class Dispatcher {
  public:
-  Dispatcher(const config::Config& config, std::string instance_id, SignalWatcher& signals);
+  // The dispatcher owns the running configuration: a reload (SIGHUP) changes
+  // the parts that can change at run time; its other parts stay as started.
+  Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals);
 
   // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero).
   int run();
@@ -39,6 +45,11 @@ class Dispatcher {
 
   // One loop iteration, in order.
   void handle_signals();
+  void reload();
+  void apply_reload(config::ReloadPlan plan);
+  void announce_ready();
+  void report_status(bool refresh);
+  void schedule_stats(core::SteadyTime now);
   void apply_outcomes();
   core::Status keep_database();
   void persist_decisions();
@@ -63,7 +74,7 @@ class Dispatcher {
   void check_late_commits();
   std::chrono::milliseconds sleep_budget();
 
-  const config::Config& config_;
+  config::Config config_;
   std::string instance_id_;
   metrics::Registry registry_;
   metrics::Health health_;

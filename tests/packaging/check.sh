@@ -47,6 +47,50 @@ systemd_unit() {
   rm -rf "$dir"
 }
 
+# A time span of the unit in whole seconds: "90", "90s" or "2min".
+unit_seconds() {
+  local value
+  value=$(sed -n "s/^$1=//p" systemd/outboxd.service)
+  case $value in
+    *min) [[ ${value%min} =~ ^[0-9]+$ ]] && echo $((${value%min} * 60)) ;;
+    *s) [[ ${value%s} =~ ^[0-9]+$ ]] && echo "${value%s}" ;;
+    *) [[ $value =~ ^[0-9]+$ ]] && echo "$value" ;;
+  esac
+}
+
+# The default of a key as config/outboxd.yaml documents it (an uncommented "  key: N" line).
+documented_default() {
+  local values
+  values=$(sed -n "s/^  $1: \([0-9][0-9]*\)\$/\1/p" config/outboxd.yaml)
+  [[ $values =~ ^[0-9]+$ ]] && echo "$values"
+}
+
+# The unit against what the daemon does with the documented defaults: a configuration error
+# (exit 78) is not restarted; a statement waiting on a lock, statement_timeout_ms plus
+# connect_timeout_ms (whole seconds, as libpq applies it), stays within 40% of WatchdogSec, the
+# rule `outboxd run` enforces; TimeoutStopSec leaves shutdown_timeout_ms 10 s for the rest.
+systemd_unit_agrees() {
+  local watchdog stop statement connect shutdown bad=0
+  grep -qx 'Restart=on-failure' systemd/outboxd.service || { echo "Restart=on-failure missing"; bad=1; }
+  grep -qE '^RestartPreventExitStatus=(.* )?78( .*)?$' systemd/outboxd.service ||
+    { echo "RestartPreventExitStatus=78 missing: a configuration error would be restarted forever"; bad=1; }
+  grep -q 'kExitConfig = 78;' daemon/commands.hpp || { echo "daemon/commands.hpp: kExitConfig is not 78"; bad=1; }
+  watchdog=$(unit_seconds WatchdogSec) || { echo "cannot read WatchdogSec"; return 1; }
+  stop=$(unit_seconds TimeoutStopSec) || { echo "cannot read TimeoutStopSec"; return 1; }
+  statement=$(documented_default statement_timeout_ms) || { echo "no default statement_timeout_ms"; return 1; }
+  connect=$(documented_default connect_timeout_ms) || { echo "no default connect_timeout_ms"; return 1; }
+  shutdown=$(documented_default shutdown_timeout_ms) || { echo "no default shutdown_timeout_ms"; return 1; }
+  if ((statement == 0 || (statement + (connect + 999) / 1000 * 1000) * 5 > watchdog * 1000 * 2)); then
+    echo "WatchdogSec=$watchdog is too short for statement_timeout_ms $statement + connect_timeout_ms $connect"
+    bad=1
+  fi
+  if ((stop * 1000 < shutdown + 10000)); then
+    echo "TimeoutStopSec=$stop leaves shutdown_timeout_ms $shutdown less than 10 s to release leases and close"
+    bad=1
+  fi
+  return "$bad"
+}
+
 # Package names that the apt-get install of the Dockerfile stage number $1 (1, 2, ...) installs.
 docker_packages() {
   sed -e ':a' -e '/\\$/N; s/\\\n//; ta' Dockerfile | awk -v stage="$1" '
@@ -126,6 +170,7 @@ docker_healthcheck() {
 
 check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
+check "systemd unit agrees with the daemon (exit 78, watchdog, stop timeout)" systemd_unit_agrees
 check "Dockerfile packages exist in Debian 12" docker_packages_exist
 check "Dockerfile runtime stage has every linked library" docker_runtime_libs
 check "Dockerfile COPY sources exist" docker_copy_sources
