@@ -76,6 +76,8 @@ const std::vector<Key>& keys() {
       restart<&Config::database, &DatabaseConfig::statement_timeout>("database.statement_timeout_ms"),
       restart<&Config::database, &DatabaseConfig::reconnect_min>("database.reconnect_min_ms"),
       restart<&Config::database, &DatabaseConfig::reconnect_max>("database.reconnect_max_ms"),
+      restart<&Config::database, &DatabaseConfig::pooler>("database.pooler"),
+      restart<&Config::database, &DatabaseConfig::listen_url>("database.listen_url"),
       restart<&Config::broker, &BrokerConfig::url>("broker.url"),
       restart<&Config::broker, &BrokerConfig::profile>("broker.profile"),
       restart<&Config::broker, &BrokerConfig::username>("broker.username"),
