@@ -2,6 +2,7 @@
 
 import datetime
 import json
+import threading
 import time
 import urllib.request
 
@@ -118,6 +119,45 @@ def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, br
     assert late == []
     status = database.query("SELECT status FROM outbox.messages WHERE message_id = 'timeout-cancelled'")
     assert status == [("cancelled",)]
+
+
+def test_no_scheduled_row_goes_out_before_its_due_at_while_the_daemon_is_busy(workdir, database, broker):
+    """An immediate row every 20 ms keeps the daemon claiming: every one of those claims must leave
+    the scheduled rows alone until their due_at (an idle daemon would sleep until then instead)."""
+    queue, busy_queue = unique("due-busy"), unique("busy")
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker)
+    stop = threading.Event()
+    written = [0]
+
+    def keep_busy():
+        with database.connect() as conn, conn.cursor() as cur:
+            while not stop.wait(0.02):
+                enqueue(cur, busy_queue, f"busy-{written[0]}", b"x")
+                written[0] += 1
+
+    writer = threading.Thread(target=keep_busy, daemon=True)
+    writer.start()
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT now()")
+            now = cur.fetchone()[0]
+            due = {f"due-{k}": now + datetime.timedelta(milliseconds=1200 + 100 * k) for k in range(8)}
+            for message_id, due_at in due.items():
+                enqueue(cur, queue, message_id, b"x", due_at=due_at)
+        received = consumer.receive(len(due), timeout=15)
+        arrivals = {m.id: t for t, m in consumer.received}
+    finally:
+        stop.set()
+        writer.join()
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    left = database.query("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
+                          (busy_queue,))[0][0]
+    assert written[0] > 50 and left < 10, f"the busy rows did not flow: {left} of {written[0]} left"
+    assert sorted(m.id for m in received) == sorted(due)
+    early = {i: round(due[i].timestamp() - t, 3) for i, t in arrivals.items() if t < due[i].timestamp() - 0.002}
+    assert not early, f"seconds before due_at: {early}"
 
 
 def small_batches(workdir, database, broker, **dispatch):

@@ -1,5 +1,7 @@
 // OutboxStore against the real migrations: claim order and blocking, marking, failures, timing, purge.
 #include <algorithm>
+#include <set>
+#include <thread>
 #include <catch2/catch.hpp>
 
 #include "outbox_rows.hpp"
@@ -225,6 +227,32 @@ TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
   const core::RowId due_long_ago = insert(connection, {"long-ago", "b", created, "now() - interval '1 hour'"});
   CHECK(claim_ids(store, 1) == Ids{due_long_ago});
   CHECK(claim_ids(store, 2) == Ids{due_recently, due_long_ago});
+}
+
+TEST_CASE("no scheduled row is claimed before its due_at, however often the claim runs", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  // Claims every 20 ms, as a daemon busy with immediate rows makes them: each
+  // must leave a scheduled row alone until its due_at, by the database's clock
+  // (on this machine the same clock as ours).
+  const core::RowId immediate = insert(connection, {"now", "a"});
+  const core::RowId soon = insert(connection, {"soon", "b", "now()", "now() + interval '300 milliseconds'"});
+  const core::RowId later = insert(connection, {"later", "c", "now() - interval '1 hour'",
+                                                "now() + interval '900 milliseconds'"});
+  std::set<core::RowId> seen;
+  const auto until = std::chrono::steady_clock::now() + milliseconds(1300);
+  while (std::chrono::steady_clock::now() < until) {
+    auto claimed = store.claim(all_partitions(), 10);
+    REQUIRE(claimed.ok());
+    const auto after = std::chrono::system_clock::now();
+    for (const auto& m : claimed.value().rows) {
+      seen.insert(m.id);
+      if (m.due_at) CHECK(std::chrono::duration<double>(after - *m.due_at).count() >= 0.0);
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  CHECK(seen == std::set<core::RowId>{immediate, soon, later});
 }
 
 TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
