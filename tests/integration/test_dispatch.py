@@ -368,6 +368,38 @@ def test_a_writer_whose_snapshot_predates_the_arming_is_found_without_waiting_fo
     assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
 
 
+def test_a_row_that_commits_late_below_the_cursor_of_a_long_pass_goes_out_at_the_next_claim(
+        workdir, database, broker):
+    """A writer holds a low id open while 35 rows above it commit and go out in four claims of 10;
+    the fourth is short, so the next claim starts from the lowest id again and finds the late row."""
+    queue = unique("late-low")
+    consumer = Consumer(broker, queue)
+    config = small_batches(workdir, database, broker, poll_interval_ms=1000)
+    writer = database.connect(autocommit=False)
+    try:
+        with writer.cursor() as cur:
+            enqueue(cur, queue, "late-low", b"x")
+        with database.connect() as conn, conn.cursor() as cur:
+            for i in range(35):
+                enqueue(cur, queue, f"backlog-{i}", b"x")
+        daemon = Daemon(config).start()
+        try:
+            assert len(consumer.receive(35, timeout=20)) == 35
+            time.sleep(0.5)  # the pass ended; claims (poll, late-commit checks) go on
+            writer.commit()
+            committed = time.time()
+            late = consumer.receive(1, timeout=8)
+            waited = consumer.received[-1][0] - committed
+        finally:
+            assert daemon.stop() == 0, daemon.log()
+    finally:
+        writer.close()
+        consumer.close()
+    assert [m.id for m in late] == ["late-low"], "the late row below the cursor was not claimed"
+    # The next claim after the commit: a late-commit check or the 1 s poll.
+    assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
+
+
 def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, broker):
     queue = unique("park")
     consumer = Consumer(broker, queue)
