@@ -376,8 +376,12 @@ TEST_CASE("marks and failures leave rows of partitions not leased unexpired by t
   must(connection, "UPDATE outbox.leases SET owner = 'zombie', expires_at = now() - interval '1 second'");
   CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").value() == 0);
   CHECK(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").value() == 0);
+  // Then every statement again while another owner holds the lease unexpired.
   must(connection, "UPDATE outbox.leases SET owner = 'heir', expires_at = now() + interval '1 hour'");
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").value() == 0);
   CHECK(store.mark_dispatched({row}, config::RetentionMode::delete_rows, "zombie").value() == 0);
+  CHECK(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").value() == 0);
+  CHECK(store.record_failures({{row, 1, milliseconds(0), "rejected", true}}, "zombie").value() == 0);
   const Rows rows = must(connection, "SELECT status, attempts FROM outbox.messages");
   REQUIRE(rows.size() == 1);
   CHECK(rows.text(0, 0) == "pending");
