@@ -242,6 +242,37 @@ def test_a_row_held_back_behind_a_timeout_goes_out_when_the_timeout_is_marked_no
     assert held - timeout < 100, f"the held-back row arrived {held - timeout} messages after its timeout"
 
 
+def test_retention_keep_purges_dispatched_rows_after_keep_for_and_never_a_row_not_dispatched(workdir, database):
+    rabbitmq = Broker("rabbitmq")
+    queue = unique("retention")
+    consumer = Consumer(rabbitmq, queue)
+    daemon = start_daemon(workdir, database, rabbitmq,
+                          retention={"mode": "keep", "keep_for_s": 2, "purge_interval_ms": 100})
+
+    def statuses():
+        return dict(database.query("SELECT message_id, status FROM outbox.messages"))
+
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            # Old rows not dispatched: purging looks at when a row finished, never at its age.
+            cur.execute("INSERT INTO outbox.messages (message_id, destination, session_id, created_at, due_at, status, "
+                        "attempts) VALUES ('old-parked', %s, 'p', now() - interval '1 day', now() - interval '1 day', "
+                        "'parked', 3), ('old-scheduled', %s, 'q', now() - interval '1 day', now() + interval '1 hour', "
+                        "'pending', 0)", (queue, queue))
+            for i in range(5):
+                enqueue(cur, queue, f"sent-{i}", b"x")
+        assert len(consumer.receive(5, timeout=20)) == 5
+        wait_until(lambda: list(statuses().values()).count("dispatched") == 5, what="5 rows marked, none purged yet")
+        time.sleep(1.0)  # purges ran every 100 ms meanwhile
+        kept = statuses()
+        wait_until(lambda: "sent-0" not in statuses(), timeout=10, what="dispatched rows purged after keep_for")
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert sorted(kept.values()).count("dispatched") == 5, f"purged before keep_for passed: {kept}"
+    assert statuses() == {"old-parked": "parked", "old-scheduled": "pending"}
+
+
 def scrape(port):
     """The daemon's /metrics as {'name{labels}': value}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
