@@ -522,3 +522,39 @@ TEST_CASE("open_transactions lists a transaction that has not written yet, not o
   CHECK_FALSE(contains(ended.value(), vxid));
   must(elsewhere, "COMMIT");
 }
+
+TEST_CASE("a session in the dispatcher role alone runs every statement of the dispatch loop", "[pg][store][roles]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  lease_all(setup);
+  const core::RowId sent = insert(setup, {"sent", "a"});
+  const core::RowId retried = insert(setup, {"retried", "b"});
+  const core::RowId parked = insert(setup, {"parked", "c"});
+  const core::RowId deleted = insert(setup, {"deleted", "d"});
+  insert(setup, {"old", std::nullopt, "now() - interval '3 days'", "now() - interval '3 days'", "dispatched", "NULL",
+                 "now() - interval '2 days'"});
+  // The role is taken before the first statement: each is planned and run with
+  // its privileges only, as for a login role that holds nothing else.
+  Connection connection = db.connect();
+  must(connection, "SET ROLE outbox_dispatcher");
+  OutboxStore store(connection, "outbox");
+  REQUIRE(store.prepare().ok());
+  CHECK(claim_ids(store).size() == 4);
+  auto marked = store.mark_dispatched({sent}, config::RetentionMode::keep, kLeaseOwner);
+  REQUIRE(marked.ok());
+  CHECK(marked.value() == 1);
+  auto failed = store.record_failures({{retried, 1, milliseconds(60000), "rejected", false},
+                                       {parked, 5, milliseconds(0), "rejected", true}},
+                                      kLeaseOwner);
+  REQUIRE(failed.ok());
+  CHECK(failed.value() == 2);
+  auto removed = store.mark_dispatched({deleted}, config::RetentionMode::delete_rows, kLeaseOwner);
+  REQUIRE(removed.ok());
+  CHECK(removed.value() == 1);
+  auto purged = store.purge(std::chrono::hours(24), 10);
+  REQUIRE(purged.ok());
+  CHECK(purged.value() == 1);
+  CHECK(store.set_idle("dispatcher-only", true).ok());
+  CHECK(store.time_to_next_due(all_partitions()).ok());
+  CHECK(store.open_transactions().ok());
+}
