@@ -6,8 +6,8 @@
 #
 # Services must be running: PostgreSQL and RabbitMQ for the named tests; the
 # whole suite, run for a mutant that survives them, wants Artemis too (without
-# it, the tests that need it skip, and cannot kill a mutant). The build directory is OUTBOXD_BUILD_DIR
-# (default build/), configured already. A mutant is a unified diff whose
+# it, the tests that need it skip, and cannot kill a mutant). The build
+# directory is OUTBOXD_BUILD_DIR (default build/), configured already. A mutant is a unified diff whose
 # leading lines say which tests should kill it:
 #   Kill-ctest: <ctest -R regex>
 #   Kill-pytest: <test file> <pytest -k expression>
@@ -15,7 +15,8 @@
 # OUTBOXD_MUTANTS_EVERY=1); only if none fails does the whole suite run
 # (ctest -L 'unit|integration|fault'). The tree is restored after each mutant,
 # on failure and on Ctrl-C too; the build is brought back to the clean tree
-# at the end. Not part of CI: it takes minutes per mutant.
+# at the end (after Ctrl-C, by the next build). Logs: <build>/mutants/NAME.log.
+# Not part of CI: a mutant costs seconds to minutes, the whole suite minutes.
 set -euo pipefail
 
 root=$(git rev-parse --show-toplevel)
@@ -31,7 +32,8 @@ if [[ ! -f $build/build.ninja && ! -f $build/Makefile ]]; then
   echo "mutants.sh: $build is not a configured build directory (set OUTBOXD_BUILD_DIR)" >&2
   exit 2
 fi
-export OUTBOXD_REQUIRE_SERVICES=1 OUTBOXD_BIN=$root/$build/daemon/outboxd
+OUTBOXD_BIN=$(cd "$build" && pwd)/daemon/outboxd
+export OUTBOXD_REQUIRE_SERVICES=1 OUTBOXD_BIN
 # The whole suite also wants Artemis: without it, its tests skip rather than fail.
 suite_requires=1
 for service in RABBITMQ ARTEMIS; do
@@ -110,6 +112,10 @@ for patch in "${patches[@]}"; do
   started=$SECONDS
   if ! grep -q '^Kill-\(ctest\|pytest\): ' "$patch"; then
     echo "mutants.sh: $patch names no test to kill it" >&2
+    exit 2
+  fi
+  if ! git apply --check "$patch" 2>/dev/null; then
+    echo "mutants.sh: $patch does not apply to this tree: write it again against the current code" >&2
     exit 2
   fi
   touched=$(git apply --numstat "$patch" | cut -f3)
