@@ -81,8 +81,13 @@ run_named() {
     case $key in
       Kill-ctest)
         status=0
-        ctest --test-dir "$build" -R "$value" --no-tests=error --output-on-failure >>"$log" 2>&1 || status=$?
-        ((status == 0)) || killers+="$(ctest_failures "$log"),"
+        ctest --test-dir "$build" -R "$value" --no-tests=error --output-on-failure >"$log.ctest" 2>&1 || status=$?
+        cat "$log.ctest" >>"$log"
+        if grep -q '^No tests were found' "$log.ctest"; then
+          echo "mutants.sh: $patch: ctest regex '$value' matches no test" >&2
+          return 2
+        fi
+        ((status == 0)) || killers+="$(ctest_failures "$log.ctest"),"
         ;;
       Kill-pytest)
         file=${value%% *}

@@ -5,7 +5,7 @@
 
 using outboxd::dispatch::ClaimPass;
 
-TEST_CASE("A full batch moves the cursor; after a short one the next claim starts from the lowest id",
+TEST_CASE("A full batch moves the cursor, and after a short one the next claim starts from the lowest id",
           "[dispatch][claim_pass]") {
   ClaimPass pass;
   CHECK(pass.cursor() == 0);
