@@ -163,7 +163,7 @@ core::Status Dispatcher::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
     backlog_ = true;
-    restart_pass();
+    pass_.restart();
     idle_ = false;
     late_commits_.clear();
     leases_.force_renewal();
@@ -232,7 +232,7 @@ void Dispatcher::persist_decisions() {
         return row != rows_.end() && row->second.message.due_at.has_value();
       })) {
     backlog_ = true;
-    if (!held_in_pass_.empty()) restart_pass();
+    if (pass_.passed_over_any()) pass_.restart();
   }
   totals_.dispatched += writes.dispatched.size();
   metrics_.dispatched.inc(writes.dispatched.size());
@@ -258,7 +258,7 @@ void Dispatcher::keep_leases() {
   if (!stopped.empty()) forget_rows(planner_.take_forgotten());
   if (!gained.empty()) {
     // Rows of a new partition may lie below the cursor of the current pass.
-    restart_pass();
+    pass_.restart();
     backlog_ = true;
   }
   release_drained();
@@ -287,7 +287,7 @@ void Dispatcher::claim_rows() {
   const auto room = planner_.claim_room();
   const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
   const auto started = clock_.now();
-  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), cursor_,
+  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), pass_.cursor(),
                                    claimable_known_rows());
   if (!claimed) return fail_database(claimed.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
@@ -295,14 +295,11 @@ void Dispatcher::claim_rows() {
   // A row held back behind a due timeout is passed over by this pass; its
   // session's later rows must wait for the next pass too, or they would
   // overtake it once the timeout is marked.
-  for (const auto& [id, session] : result.held_back) {
-    const auto [at, inserted] = held_in_pass_.try_emplace(session, id);
-    if (!inserted) at->second = std::min(at->second, id);
-  }
+  for (const auto& [id, session] : result.held_back) pass_.pass_over(id, session);
   std::vector<dispatch::RowRef> refs;
   refs.reserve(result.rows.size());
   for (auto& row : result.rows) {
-    if (planner_.knows(row.id) || held_in_pass(row)) continue;
+    if (planner_.knows(row.id) || pass_.waits(row.id, row.session_id)) continue;
     refs.push_back(row_ref(row));
     const auto due_since = started - row.due_for;
     rows_.insert_or_assign(row.id, KnownRow{std::move(row), due_since});
@@ -313,14 +310,7 @@ void Dispatcher::claim_rows() {
     if (!planner_.knows(ref.id)) rows_.erase(ref.id);
   }
   wakeup_policy_.on_claim(result.rows.size(), clock_.now());
-  // A pass over the immediate rows ends with a batch that is not full; the
-  // next starts from the beginning, so a transaction that committed late with
-  // a lower id is found then.
-  if (result.immediate_full) {
-    cursor_ = result.last_immediate_id;
-  } else {
-    restart_pass();
-  }
+  pass_.on_claim(result.immediate_full, result.last_immediate_id);
   if (result.more()) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
     if (idle_) arm_wakeup(false);
@@ -336,28 +326,15 @@ void Dispatcher::claim_rows() {
   }
 }
 
-// The next claim reads the backlog from its lowest id again, and with it the
-// rows a held-back row's session gave up in this pass.
-void Dispatcher::restart_pass() {
-  cursor_ = 0;
-  held_in_pass_.clear();
-}
-
 // The rows we know that the claim could return again: immediate rows ahead of
 // the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
 // by the claim, they cost it nothing and leave its batch to new rows.
 std::vector<core::RowId> Dispatcher::claimable_known_rows() const {
   std::vector<core::RowId> ids;
   for (const auto& [id, known] : rows_) {
-    if (id > cursor_ || known.message.due_at) ids.push_back(id);
+    if (id > pass_.cursor() || known.message.due_at) ids.push_back(id);
   }
   return ids;
-}
-
-bool Dispatcher::held_in_pass(const core::OutboxMessage& row) const {
-  if (held_in_pass_.empty() || !row.session_id) return false;
-  const auto held = held_in_pass_.find(*row.session_id);
-  return held != held_in_pass_.end() && row.id > held->second;
 }
 
 void Dispatcher::publish_ready() {

@@ -18,6 +18,7 @@
 #include "daemon/lease_keeper.hpp"
 #include "daemon/outcome_queue.hpp"
 #include "daemon/service_manager.hpp"
+#include "dispatch/claim_pass.hpp"
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/wakeup_policy.hpp"
@@ -63,8 +64,6 @@ class Dispatcher {
   void update_health();
 
   bool finished_stopping() const;
-  bool held_in_pass(const core::OutboxMessage& row) const;
-  void restart_pass();
   std::vector<core::RowId> claimable_known_rows() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
@@ -100,13 +99,10 @@ class Dispatcher {
   };
   std::unordered_map<core::RowId, KnownRow> rows_;
 
-  // Claim bookkeeping: `backlog_` means a claim may find rows; `cursor_` is
-  // where the current pass over immediate rows continues (0: from the start).
+  // Claim bookkeeping: `backlog_` means a claim may find rows; `pass_` is
+  // where the current pass over immediate rows stands.
   bool backlog_ = true;
-  core::RowId cursor_ = 0;
-  // Sessions with a row held back in the current pass, and its lowest id:
-  // their later rows wait for the next pass (see claim_rows()).
-  std::unordered_map<std::string, core::RowId> held_in_pass_;
+  dispatch::ClaimPass pass_;
   bool idle_ = false;            // marked idle in the database (NOTIFY armed)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour

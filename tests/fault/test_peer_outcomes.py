@@ -1,6 +1,7 @@
 """outboxd against a scripted AMQP peer: rejects, releases, modifies and forced closes."""
 
 import collections
+import time
 
 from harness import Daemon, Peer, enqueue, run_cli, wait_until, write_config
 
@@ -100,3 +101,54 @@ def test_forced_close_mid_batch_loses_nothing(workdir, database):
         assert seq > last[d["group"]]
         last[d["group"]] = seq
     assert "broker connection lost" in daemon.log()
+
+
+def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instances(workdir, database):
+    """After the park every claim must still pass over the rest of the session: claims of the same
+    process woken by new rows, a restarted process, and a second instance."""
+    peer = Peer(workdir, "--reject", "m0:100")
+    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer))
+
+    def instance(name):
+        return Daemon(write_config(f"{workdir}/{name}.yaml", database, peer, retention={"mode": "keep"},
+                                   dispatch={"max_attempts": 3, "backoff_initial_ms": 50, "backoff_max_ms": 200},
+                                   leases={"instance_id": name, "lease_ttl_ms": 3000, "renew_interval_ms": 1000,
+                                           "safety_margin_ms": 1000}), name=name)
+
+    def dispatched(message_id):
+        return database.query("SELECT 1 FROM outbox.messages WHERE message_id = %s AND status = 'dispatched'",
+                              (message_id,))
+
+    added = [10]
+
+    def more_rows_then_claims():
+        """A row of each session; the other session's row going out shows that claims ran after it."""
+        first = added[0]
+        with database.connect() as conn, conn.cursor() as cur:
+            for i in range(first, first + 2):
+                enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
+        added[0] += 2
+        wait_until(lambda: dispatched(f"m{first + 1}"), timeout=20, what=f"m{first + 1} dispatched")
+        time.sleep(0.5)  # and the claims after it
+
+    daemons = [instance("park-a").start()]
+    try:
+        fill(database, 10, 2)
+        wait_until(lambda: database.query(
+            "SELECT 1 FROM outbox.messages WHERE message_id = 'm0' AND status = 'parked'"), what="m0 parked")
+        more_rows_then_claims()
+        assert daemons[0].stop() == 0, daemons[0].log()
+        daemons[0] = instance("park-a").start()
+        more_rows_then_claims()
+        daemons.append(instance("park-b").start())
+        wait_until(lambda: len(database.query("SELECT DISTINCT owner FROM outbox.leases "
+                                              "WHERE expires_at > now()")) == 2, what="both instances hold leases")
+        more_rows_then_claims()
+    finally:
+        codes = [d.stop() for d in daemons]
+        peer.stop()
+    assert codes == [0] * len(daemons), "\n".join(d.log()[-3000:] for d in daemons)
+    behind = sorted({d["id"] for d in peer.deliveries() if d["group"] == "s0"} - {"m0"})
+    assert behind == [], f"published behind the parked m0: {behind}"
+    left = database.query("SELECT message_id FROM outbox.messages WHERE status = 'pending' ORDER BY id")
+    assert left == [(f"m{i}",) for i in range(2, added[0], 2)]

@@ -10,7 +10,8 @@ JSON-lines log so a test can check exactly what happened.
 Credit: --credit N per link, one more for each delivery settled. With
 --control FILE the peer reads FILE every 20 ms: "withhold" stops topping the
 credit up, "grant" gives back what was withheld, so a test can make the client
-queue deliveries and later let them go at a moment of its choosing.
+queue deliveries and later let them go at a moment of its choosing; a link opened
+while withholding gets no credit until "grant".
 
 usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--release ID[:N]]
                     [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
@@ -54,9 +55,14 @@ class Peer(MessagingHandler):
     def on_start(self, event):
         self.acceptor = event.container.listen(f"127.0.0.1:{self.args.port}")
         if self.args.control:
+            self.obey_control()
             event.container.schedule(0.02, self)
 
     def on_timer_task(self, event):
+        self.obey_control()
+        event.container.schedule(0.02, self)
+
+    def obey_control(self):
         try:
             with open(self.args.control) as f:
                 command = f.read().strip()
@@ -70,12 +76,14 @@ class Peer(MessagingHandler):
                 if credit and link.state & link.LOCAL_ACTIVE:
                     link.flow(credit)
             self.owed.clear()
-        event.container.schedule(0.02, self)
 
     def on_link_opening(self, event):
         if event.link.is_receiver:
             event.link.target.copy(event.link.remote_target)
-            event.link.flow(self.args.credit)
+            if self.withholding:  # "withhold" from the start: no credit until "grant"
+                self.owed[event.link] = self.args.credit
+            else:
+                event.link.flow(self.args.credit)
 
     def on_message(self, event):
         message, delivery = event.message, event.delivery
