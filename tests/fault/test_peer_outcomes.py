@@ -1,8 +1,13 @@
 """outboxd against a scripted AMQP peer: rejects, releases, modifies and forced closes."""
 
 import collections
+import os
+import re
+import urllib.request
 
-from harness import Daemon, Peer, enqueue, run_cli, wait_until, write_config
+from harness import Daemon, Peer, enqueue, free_port, run_cli, wait_until, write_config
+
+METRICS_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
 
 
 def start(workdir, database, peer, /, **sections):
@@ -100,3 +105,51 @@ def test_forced_close_mid_batch_loses_nothing(workdir, database):
         assert seq > last[d["group"]]
         last[d["group"]] = seq
     assert "broker connection lost" in daemon.log()
+
+
+def documented_series():
+    """{name: type} from the table of docs/metrics.md."""
+    with open(METRICS_MD) as f:
+        return {name: kind for name, kind in re.findall(r"^\| `(outboxd_[a-z_]+)[^`]*` \| (\w+) \|", f.read(), re.M)}
+
+
+def scrape(port):
+    """/metrics as ({'name{labels}': value}, {name: type})."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+               for line in text.splitlines() if line and not line.startswith("#")}
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    return samples, types
+
+
+def test_metrics_count_what_docs_metrics_md_says(workdir, database):
+    # m0 is rejected until parked (2 attempts), m1 released and m2 modified once; m3 goes straight through.
+    peer = Peer(workdir, "--reject", "m0:100", "--release", "m1:1", "--modify", "m2:1")
+    port = free_port()
+    daemon = start(workdir, database, peer, dispatch={"max_attempts": 2}, http={"listen": f"127.0.0.1:{port}"})
+    try:
+        fill(database, 4, 4)
+        wait_until(lambda: remaining(database) == 0 and scrape(port)[0]["outboxd_rows_dispatched_total"] == 3,
+                   timeout=20, what="m0 parked, the others dispatched")
+        samples, types = scrape(port)
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+        peer.stop()
+    documented = documented_series()
+    assert len(documented) == 13, documented
+    for name, kind in documented.items():
+        assert types.get(name) == kind, f"{name}: documented as {kind}, served as {types.get(name)}"
+    outcomes = {o: samples[f'outboxd_outcomes_total{{outcome="{o}"}}']
+                for o in ("accepted", "rejected", "released", "unknown", "not_sent")}
+    assert outcomes == {"accepted": 3, "rejected": 2, "released": 2, "unknown": 0, "not_sent": 0}
+    assert samples["outboxd_deliveries_sent_total"] == 7  # retries included
+    assert samples["outboxd_rows_claimed_total"] >= 4
+    assert samples["outboxd_rows_retried_total"] == 1
+    assert samples["outboxd_rows_parked_total"] == 1
+    assert samples['outboxd_disconnects_total{peer="database"}'] == 0
+    assert samples['outboxd_disconnects_total{peer="broker"}'] == 0
+    assert samples["outboxd_in_flight"] == 0 and samples["outboxd_buffered"] == 0
+    assert samples["outboxd_partitions_held"] == 64
+    assert samples["outboxd_claim_duration_seconds_count"] >= 1
+    assert samples["outboxd_mark_duration_seconds_count"] >= 1
