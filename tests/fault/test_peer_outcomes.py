@@ -3,6 +3,7 @@
 import collections
 import os
 import re
+import time
 import urllib.request
 
 from harness import Daemon, Peer, enqueue, free_port, run_cli, wait_until, write_config
@@ -123,6 +124,14 @@ def scrape(port):
     return samples, types
 
 
+def metric(port, name):
+    """One sample of /metrics, None while the daemon does not serve it yet."""
+    try:
+        return scrape(port)[0].get(name)
+    except OSError:
+        return None
+
+
 def test_metrics_count_what_docs_metrics_md_says(workdir, database):
     # m0 is rejected until parked (2 attempts), m1 released and m2 modified once; m3 goes straight through.
     peer = Peer(workdir, "--reject", "m0:100", "--release", "m1:1", "--modify", "m2:1")
@@ -130,7 +139,7 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
     daemon = start(workdir, database, peer, dispatch={"max_attempts": 2}, http={"listen": f"127.0.0.1:{port}"})
     try:
         fill(database, 4, 4)
-        wait_until(lambda: remaining(database) == 0 and scrape(port)[0]["outboxd_rows_dispatched_total"] == 3,
+        wait_until(lambda: remaining(database) == 0 and metric(port, "outboxd_rows_dispatched_total") == 3,
                    timeout=20, what="m0 parked, the others dispatched")
         samples, types = scrape(port)
     finally:
@@ -153,3 +162,27 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
     assert samples["outboxd_partitions_held"] == 64
     assert samples["outboxd_claim_duration_seconds_count"] >= 1
     assert samples["outboxd_mark_duration_seconds_count"] >= 1
+
+
+def test_no_transaction_stays_open_while_deliveries_wait_for_the_broker(workdir, database):
+    # README "No long transactions": claims and marks are short, nothing is held open meanwhile.
+    peer = Peer(workdir, "--credit", "0")  # the broker never lets a delivery go: every row waits for it
+    port = free_port()
+    daemon = start(workdir, database, peer, dispatch={"shutdown_timeout_ms": 500},
+                   http={"listen": f"127.0.0.1:{port}"}, leases={"instance_id": "waiting"})
+    try:
+        fill(database, 5, 5)
+        wait_until(lambda: metric(port, "outboxd_in_flight") == 5, timeout=20, what="5 rows handed to AMQP")
+        seen = []
+        for _ in range(30):
+            seen += database.query(
+                "SELECT state, now() - xact_start FROM pg_stat_activity "
+                "WHERE datname = current_database() AND application_name = 'outboxd waiting' "
+                "AND (state LIKE 'idle in transaction%%' OR now() - xact_start > interval '1 second')")
+            time.sleep(0.05)
+        assert database.query("SELECT count(*) FROM pg_stat_activity "
+                              "WHERE application_name = 'outboxd waiting'")[0][0] >= 1, "sampled no session"
+        assert seen == [], f"a transaction stayed open while waiting for the broker: {seen}"
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+        peer.stop()
