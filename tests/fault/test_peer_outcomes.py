@@ -186,3 +186,18 @@ def test_no_transaction_stays_open_while_deliveries_wait_for_the_broker(workdir,
     finally:
         assert daemon.stop() == 0, daemon.log()
         peer.stop()
+
+
+def test_a_lone_accepted_row_is_marked_within_milliseconds_not_when_a_batch_fills(workdir, database):
+    # config/outboxd.yaml: outcomes are marked once batch_size of them wait, or 5 ms after the first.
+    peer = Peer(workdir)
+    daemon = start(workdir, database, peer, retention={"mode": "keep"}, dispatch={"batch_size": 500})
+    try:
+        fill(database, 1, 1)
+        wait_until(lambda: remaining(database) == 0, timeout=20, what="m0 dispatched")
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+        peer.stop()
+    [accepted] = [d["t"] for d in peer.deliveries() if d["outcome"] == "accepted"]
+    marked = database.query("SELECT extract(epoch FROM dispatched_at) FROM outbox.messages")[0][0]
+    assert -0.05 < float(marked) - accepted < 0.5, f"marked {float(marked) - accepted:.3f} s after the accept"
