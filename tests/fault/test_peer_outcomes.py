@@ -188,7 +188,7 @@ def test_no_transaction_stays_open_while_deliveries_wait_for_the_broker(workdir,
         peer.stop()
 
 
-def test_a_lone_accepted_row_is_marked_within_milliseconds_not_when_a_batch_fills(workdir, database):
+def test_a_lone_row_is_marked_within_milliseconds_and_sigterm_leaves_no_lease_or_instance(workdir, database):
     # config/outboxd.yaml: outcomes are marked once batch_size of them wait, or 5 ms after the first.
     peer = Peer(workdir)
     daemon = start(workdir, database, peer, retention={"mode": "keep"}, dispatch={"batch_size": 500})
@@ -201,3 +201,6 @@ def test_a_lone_accepted_row_is_marked_within_milliseconds_not_when_a_batch_fill
     [accepted] = [d["t"] for d in peer.deliveries() if d["outcome"] == "accepted"]
     marked = database.query("SELECT extract(epoch FROM dispatched_at) FROM outbox.messages")[0][0]
     assert -0.05 < float(marked) - accepted < 0.5, f"marked {float(marked) - accepted:.3f} s after the accept"
+    # docs/design.md "Shutdown": SIGTERM released every lease and deleted the instance row.
+    assert database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(0,)]
+    assert database.query("SELECT count(*) FROM outbox.instances") == [(0,)]
