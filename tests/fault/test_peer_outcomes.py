@@ -204,3 +204,25 @@ def test_a_lone_row_is_marked_within_milliseconds_and_sigterm_leaves_no_lease_or
     # docs/design.md "Shutdown": SIGTERM released every lease and deleted the instance row.
     assert database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(0,)]
     assert database.query("SELECT count(*) FROM outbox.instances") == [(0,)]
+
+
+def test_the_connection_announces_its_container_id_and_idle_timeout(workdir, database):
+    # config/outboxd.yaml: container_id defaults to leases.instance_id; half of idle_timeout_ms is announced.
+    peer = Peer(workdir)
+    daemon = start(workdir, database, peer, leases={"instance_id": "orders-7"}, broker={"idle_timeout_ms": 12000})
+    try:
+        fill(database, 1, 1)
+        wait_until(lambda: remaining(database) == 0, timeout=20, what="m0 dispatched")
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    path = write_config(f"{workdir}/named.yaml", database, peer, broker={"container_id": "outboxd-orders-1"})
+    named = Daemon(path, name="named").start()
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            enqueue(cur, "q", "named-1", b"x")
+        wait_until(lambda: remaining(database) == 0, timeout=20, what="named-1 dispatched")
+    finally:
+        assert named.stop() == 0, named.log()
+        peer.stop()
+    seen = {d["id"]: (d["container"], d["idle_timeout"]) for d in peer.deliveries()}
+    assert seen == {"m0": ("orders-7", 6.0), "named-1": ("outboxd-orders-1", 15.0)}
