@@ -1,8 +1,9 @@
-"""outboxd against a scripted AMQP peer: rejects, releases, modifies and forced closes."""
+"""outboxd against a scripted AMQP peer: outcomes and their metrics, forced closes, marks, shutdown, connection settings."""
 
 import collections
 import os
 import re
+import signal
 import time
 import urllib.request
 
@@ -226,3 +227,17 @@ def test_the_connection_announces_its_container_id_and_idle_timeout(workdir, dat
         peer.stop()
     seen = {d["id"]: (d["container"], d["idle_timeout"]) for d in peer.deliveries()}
     assert seen == {"m0": ("orders-7", 6.0), "named-1": ("outboxd-orders-1", 15.0)}
+
+
+def test_sigint_stops_the_daemon_as_sigterm_does(workdir, database):
+    # docs/design.md: the loop's signalfd takes SIGTERM, SIGINT and SIGHUP; SIGINT (Ctrl-C) is a clean stop.
+    peer = Peer(workdir)
+    daemon = start(workdir, database, peer)
+    try:
+        wait_until(lambda: database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(64,)],
+                   timeout=20, what="every partition leased")
+        daemon.signal(signal.SIGINT)
+        assert daemon.process.wait(timeout=30) == 0, daemon.log()
+    finally:
+        peer.stop()
+    assert database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(0,)]
