@@ -248,3 +248,23 @@ def test_sigint_stops_the_daemon_as_sigterm_does(workdir, database):
     finally:
         peer.stop()
     assert database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(0,)]
+
+
+def test_retention_keep_purges_dispatched_and_cancelled_rows_after_keep_for_s(workdir, database):
+    # config/outboxd.yaml retention: keep holds a row as 'dispatched' and purges it, and cancelled rows,
+    # after keep_for_s, looking every purge_interval_ms.
+    peer = Peer(workdir)
+    daemon = start(workdir, database, peer, retention={"mode": "keep", "keep_for_s": 1, "purge_interval_ms": 100})
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            enqueue(cur, "q", "sent", b"x")
+            cur.execute("SELECT now() + interval '1 hour'")
+            enqueue(cur, "q", "called-off", b"x", due_at=cur.fetchone()[0])
+            cur.execute("SELECT outbox.cancel('called-off')")
+        wait_until(lambda: database.query("SELECT status FROM outbox.messages WHERE message_id = 'sent'")
+                   == [("dispatched",)], timeout=20, what="sent kept as dispatched")
+        wait_until(lambda: database.query("SELECT count(*) FROM outbox.messages") == [(0,)], timeout=5,
+                   what="the kept rows purged")
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+        peer.stop()
