@@ -2,8 +2,9 @@
 
 import json
 import types
+from urllib.parse import urlparse, urlunparse
 
-from harness import enqueue, run_cli, write_config
+from harness import enqueue, run_cli, unique, write_config
 
 # These commands only talk to PostgreSQL; nothing listens at this broker URL.
 NO_BROKER = types.SimpleNamespace(url="amqp://127.0.0.1:1", profile="generic", user="", password="")
@@ -78,3 +79,22 @@ def test_migrate_refuses_a_schema_name_longer_than_52_bytes(workdir, database):
     assert database.query("SELECT to_regclass(quote_ident(%s) || '.messages') IS NULL", ("s" * 53,))[0][0]
     fits = write_config(f"{workdir}/fits.yaml", database, NO_BROKER, outbox={"schema": "s" * 52})
     run_cli("migrate", "-c", fits)
+
+
+def test_a_database_owner_with_createrole_migrates_without_being_superuser(workdir, database):
+    # docs/sql.md: migrate needs CREATEROLE for 003_roles.sql, not a superuser.
+    role = unique("migrator")
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute(f'CREATE ROLE "{role}" LOGIN CREATEROLE')
+        cur.execute(f'ALTER DATABASE "{database.name}" OWNER TO "{role}"')
+    try:
+        parsed = urlparse(database.url)
+        as_role = types.SimpleNamespace(url=urlunparse(parsed._replace(netloc=f"{role}@{parsed.hostname}:{parsed.port}")))
+        config = write_config(f"{workdir}/outboxd.yaml", as_role, NO_BROKER)
+        assert "to schema outbox: version 0 -> " in run_cli("migrate", "-c", config).stdout
+        assert database.query("SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'outbox'") == [(role,)]
+    finally:
+        with database.connect() as conn, conn.cursor() as cur:
+            cur.execute(f'REASSIGN OWNED BY "{role}" TO CURRENT_USER')
+            cur.execute(f'DROP OWNED BY "{role}"')
+            cur.execute(f'DROP ROLE "{role}"')
