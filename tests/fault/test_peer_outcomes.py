@@ -268,3 +268,37 @@ def test_retention_keep_purges_dispatched_and_cancelled_rows_after_keep_for_s(wo
     finally:
         assert daemon.stop() == 0, daemon.log()
         peer.stop()
+
+
+def test_under_load_the_daemon_is_not_idle_and_writers_send_no_notify(workdir, database):
+    # README "Idle means idle": above notify_max_rate (500 rows/s) the daemon polls and clears its idle
+    # flag, so writers send no NOTIFY; once rows slow down it waits for notifications again.
+    peer = Peer(workdir)
+    daemon = start(workdir, database, peer)
+    listener, writer = database.connect(), database.connect()  # autocommit: every enqueue commits at once
+    try:
+        wait_until(lambda: database.query("SELECT bool_and(idle) FROM outbox.instances") == [(True,)],
+                   timeout=20, what="the daemon idle")
+        listener.cursor().execute("LISTEN outbox_wakeup")
+        idle_seen, notified, sent = [], 0, 0
+        started = time.monotonic()
+        while time.monotonic() - started < 3.0:  # 20 rows every 10 ms, as fast as one connection commits them
+            writer.cursor().executemany("SELECT outbox.enqueue('q', %s, 'x')", [(f"load-{sent + i}",) for i in range(20)])
+            sent += 20
+            time.sleep(0.01)
+            listener.poll()
+            if time.monotonic() - started > 1.0:  # after a second in which the policy saw the rate
+                idle_seen += database.query("SELECT idle FROM outbox.instances")[0]
+                notified += len(listener.notifies)
+            listener.notifies.clear()
+        wait_until(lambda: remaining(database) == 0, timeout=30, what="the load dispatched")
+        wait_until(lambda: database.query("SELECT idle FROM outbox.instances") == [(True,)], timeout=10,
+                   what="the daemon idle again once the rows stopped")
+    finally:
+        listener.close()
+        writer.close()
+        assert daemon.stop() == 0, daemon.log()
+        peer.stop()
+    assert sent / 3.0 > 600, f"the writer managed only {sent / 3.0:.0f} rows/s"
+    assert not any(idle_seen), f"idle {sum(idle_seen)} times of {len(idle_seen)} under load"
+    assert notified == 0, f"{notified} NOTIFYs under load"
