@@ -1,7 +1,7 @@
 -- outbox.enqueue(): the three body overloads, named parameters, idempotency on message_id, field validation.
 BEGIN;
 SET search_path = public;
-SELECT plan(57);
+SELECT plan(58);
 
 -- Overloads --------------------------------------------------------------------
 
@@ -159,6 +159,9 @@ SELECT throws_ok($$SELECT outbox.enqueue('orders', 't-2', ttl => '50 days')$$,
 SELECT throws_ok($$SELECT outbox.enqueue('orders', 'tp-1', traceparent => 'not-a-traceparent')$$,
   '22023', 'traceparent must be a W3C traceparent (version-traceid-parentid-flags in lowercase hex, at most 256 characters)',
   'malformed traceparent');
+SELECT throws_ok(format($$SELECT outbox.enqueue('orders', 'tp-2', traceparent => %L)$$,
+                        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-' || repeat('a', 201)),
+  '22023', NULL, 'a traceparent of 257 characters');
 SELECT throws_ok($$SELECT outbox.enqueue('orders', 'due-1', due_at => 'infinity')$$,
   '22023', 'due_at must be finite', 'infinite due_at');
 SELECT is(pg_temp.detail_and_hint($$SELECT outbox.enqueue('orders', 's-2', session_id => repeat('s', 129))$$),
