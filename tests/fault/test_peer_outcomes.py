@@ -4,6 +4,7 @@ import collections
 import os
 import re
 import signal
+import socket
 import time
 import urllib.request
 
@@ -163,6 +164,9 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
     assert samples["outboxd_partitions_held"] == 64
     assert samples["outboxd_claim_duration_seconds_count"] >= 1
     assert samples["outboxd_mark_duration_seconds_count"] >= 1
+    # A row published more than once is observed each time; only accepted ones reach until="accept".
+    assert samples['outboxd_dispatch_delay_seconds_count{until="publish"}'] == 7
+    assert samples['outboxd_dispatch_delay_seconds_count{until="accept"}'] == 3
 
 
 def test_no_transaction_stays_open_while_deliveries_wait_for_the_broker(workdir, database):
@@ -243,6 +247,9 @@ def test_sigint_stops_the_daemon_as_sigterm_does(workdir, database):
     try:
         wait_until(lambda: database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(64,)],
                    timeout=20, what="every partition leased")
+        # config/outboxd.yaml: leases.instance_id defaults to host name and process id.
+        assert database.query("SELECT instance_id FROM outbox.instances") == [
+            (f"{socket.gethostname()}:{daemon.process.pid}",)]
         daemon.signal(signal.SIGINT)
         assert daemon.process.wait(timeout=30) == 0, daemon.log()
     finally:
