@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile.
+# Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile, the library layering.
 #
 # Usage: tests/packaging/check.sh [path/to/outboxd]   (default: build/daemon/outboxd)
 # The Dockerfile is checked by reading it: its packages exist in Debian 12, its runtime stage
@@ -168,6 +168,20 @@ docker_healthcheck() {
   "$binary" healthcheck --help >/dev/null || { echo "$binary has no healthcheck subcommand"; return 1; }
 }
 
+# docs/design.md's link graph, which one include path for all of lib/ does not enforce: core and
+# dispatch include only each other and the standard library (no I/O headers), pg and amqp never
+# include each other.
+library_layering() {
+  local bad=0 found
+  found=$(grep -rHn '#include' lib/core lib/dispatch |
+    grep -vE '#include ("(core|dispatch)/[a-z_]+\.hpp"|<[a-z_]+>)' || true)
+  found+=$(grep -rHnE '#include <(iostream|fstream|cstdio|filesystem|thread)>' lib/core lib/dispatch || true)
+  [ -z "$found" ] || { echo "core/dispatch include more than themselves and pure std headers:"; echo "$found"; bad=1; }
+  found=$(grep -rHn '#include "amqp/' lib/pg || true)$(grep -rHn '#include "pg/' lib/amqp || true)
+  [ -z "$found" ] || { echo "pg and amqp include each other:"; echo "$found"; bad=1; }
+  return $bad
+}
+
 check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
 check "systemd unit agrees with the daemon (exit 78, watchdog, stop timeout)" systemd_unit_agrees
@@ -176,5 +190,6 @@ check "Dockerfile runtime stage has every linked library" docker_runtime_libs
 check "Dockerfile COPY sources exist" docker_copy_sources
 check "Dockerfile FROM lines name exact tags or digests" docker_from_pinned
 check "Dockerfile HEALTHCHECK runs outboxd healthcheck with the run config" docker_healthcheck
+check "core and dispatch are pure, pg and amqp apart (docs/design.md)" library_layering
 printf '%d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))

@@ -5,7 +5,8 @@ Listens on 127.0.0.1, accepts any SASL (ANONYMOUS or PLAIN), grants credit on
 every link and settles each delivery as its script says: reject, release or
 modify the first deliveries of chosen message ids, force-close the connection
 after N deliveries, or accept. Every delivery and its outcome is appended to a
-JSON-lines log so a test can check exactly what happened.
+JSON-lines log so a test can check exactly what happened, with the client's
+container id and announced idle timeout.
 
 Credit: --credit N per link, one more for each delivery settled. With
 --control FILE the peer reads FILE every 20 ms: "withhold" stops topping the
@@ -104,7 +105,9 @@ class Peer(MessagingHandler):
             outcome = "dropped"  # no outcome: the connection dies with the delivery unsettled
         self.log.write(json.dumps({"t": time.time(), "id": message.id, "group": message.group_id,
                                    "outcome": outcome, "body": message.body.decode("latin-1")
-                                   if isinstance(message.body, bytes) else str(message.body)}) + "\n")
+                                   if isinstance(message.body, bytes) else str(message.body),
+                                   "container": event.connection.remote_container,
+                                   "idle_timeout": event.transport.remote_idle_timeout}) + "\n")
         if close_now:
             self.closes_left -= 1
             event.connection.condition = Condition("amqp:connection:forced", "scripted close")
