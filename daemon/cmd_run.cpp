@@ -8,7 +8,7 @@
 #include "config/watchdog.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon/run_loop.hpp"
 #include "daemon/event_loop.hpp"
 #include "daemon/service_manager.hpp"
 
@@ -39,7 +39,7 @@ int cmd_run(const std::string& path) {
   }
   const std::string instance_id =
       config->leases.instance_id.empty() ? default_instance_id() : config->leases.instance_id;
-  Dispatcher dispatcher(std::move(*config), instance_id, signals);
+  RunLoop dispatcher(std::move(*config), instance_id, signals);
   return dispatcher.run();
 }
 

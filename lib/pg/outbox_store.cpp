@@ -211,8 +211,8 @@ core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int bat
   return static_cast<int>(rows.value().affected());
 }
 
-core::Status OutboxStore::set_idle(std::string_view instance_id, bool idle) {
-  return status_of(run("set_idle", {std::string(instance_id), std::string(idle ? "t" : "f")}),
+core::Status OutboxStore::arm_notify(std::string_view instance_id, bool armed) {
+  return status_of(run("set_idle", {std::string(instance_id), std::string(armed ? "t" : "f")}),
                    "updating this instance's idle flag");
 }
 

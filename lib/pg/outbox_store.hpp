@@ -108,11 +108,11 @@ class OutboxStore {
   // keep_for ago; returns how many.
   core::Result<int> purge(std::chrono::milliseconds keep_for, int batch);
 
-  // Upserts this instance's row: idle makes inserts NOTIFY the wake-up channel.
-  core::Status set_idle(std::string_view instance_id, bool idle);
+  // Upserts this instance's row: armed (the row's idle flag) makes inserts NOTIFY the wake-up channel.
+  core::Status arm_notify(std::string_view instance_id, bool armed);
   // Transactions of this database in progress right now (ids as text), and
   // which of those are still in progress later: a writer that looked for an
-  // idle instance before set_idle(true) committed sends no NOTIFY; see
+  // idle instance before arm_notify(true) committed sends no NOTIFY; see
   // dispatch::LateCommitWatch.
   core::Result<std::vector<std::string>> open_transactions();
   core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions);

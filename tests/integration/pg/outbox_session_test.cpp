@@ -39,11 +39,11 @@ TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][sto
   REQUIRE(store.listen().ok());
   CHECK(store.channel() == "outbox_wakeup");
 
-  REQUIRE(store.set_idle("instance-1", false).ok());
+  REQUIRE(store.arm_notify("instance-1", false).ok());
   insert(writer, {"busy", "s"});
   CHECK_FALSE(woken_within(daemon, 300));
 
-  REQUIRE(store.set_idle("instance-1", true).ok());
+  REQUIRE(store.arm_notify("instance-1", true).ok());
   CHECK(must(daemon, "SELECT idle FROM outbox.instances WHERE instance_id = 'instance-1'").boolean(0, 0));
   insert(writer, {"idle", "s"});
   CHECK(woken_within(daemon, 5000));

@@ -554,7 +554,7 @@ TEST_CASE("a session in the dispatcher role alone runs every statement of the di
   auto purged = store.purge(std::chrono::hours(24), 10);
   REQUIRE(purged.ok());
   CHECK(purged.value() == 1);
-  CHECK(store.set_idle("dispatcher-only", true).ok());
+  CHECK(store.arm_notify("dispatcher-only", true).ok());
   CHECK(store.time_to_next_due(all_partitions()).ok());
   CHECK(store.open_transactions().ok());
 }

@@ -8,11 +8,11 @@
 
 #include "config/loader.hpp"
 #include "daemon/config_loading.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon/run_loop.hpp"
 
 namespace outboxd::daemon {
 
-void Dispatcher::handle_signals() {
+void RunLoop::handle_signals() {
   for (const int signal : signals_.take()) {
     if (signal == SIGHUP) {
       if (stopping_) spdlog::info("SIGHUP while stopping: not reloading");
@@ -37,7 +37,7 @@ void Dispatcher::handle_signals() {
 // The file is read and checked in full before anything changes: an invalid
 // file is reported as check-config reports it and the running configuration
 // stays. Before start-up is announced, READY=1 must wait for the connections.
-void Dispatcher::reload() {
+void RunLoop::reload() {
   if (announced_ready_) service_.reloading();
   spdlog::info("SIGHUP: reloading {}", config_.source);
   auto loaded = config::load_file(config_.source);
@@ -54,7 +54,7 @@ void Dispatcher::reload() {
 
 // Everything the loop reads afresh needs nothing more; the planner, the logger
 // and the timers are told. Only key names are logged: a key may hold a secret.
-void Dispatcher::apply_reload(config::ReloadPlan plan) {
+void RunLoop::apply_reload(config::ReloadPlan plan) {
   const bool log_changed = std::any_of(plan.applied.begin(), plan.applied.end(),
                                        [](const std::string& key) { return key.starts_with("log."); });
   config_ = std::move(plan.config);
@@ -75,13 +75,13 @@ void Dispatcher::apply_reload(config::ReloadPlan plan) {
 
 // Ready for the service manager once rows can flow: the database and the
 // broker are both connected (once; reconnects later are no news to it).
-void Dispatcher::announce_ready() {
+void RunLoop::announce_ready() {
   if (announced_ready_ || !db_.up() || !broker_up_) return;
   service_.ready();
   announced_ready_ = true;
 }
 
-void Dispatcher::report_status(bool refresh) {
+void RunLoop::report_status(bool refresh) {
   if (stopping_) return service_.status("stopping", fmt::format("{} in flight", planner_.in_flight()), refresh);
   if (!db_.up()) return service_.status("connecting to the database", "", refresh);
   if (!broker_up_) return service_.status("waiting for the broker", "", refresh);

@@ -1,5 +1,5 @@
 // The run loop. Each iteration is a fixed list of steps; see docs/design.md.
-#include "daemon/dispatcher.hpp"
+#include "daemon/run_loop.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -39,7 +39,7 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   return policy;
 }
 
-Dispatcher::Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals)
+RunLoop::RunLoop(config::Config config, std::string instance_id, SignalWatcher& signals)
     : config_(std::move(config)),
       instance_id_(std::move(instance_id)),
       metrics_(registry_),
@@ -55,7 +55,7 @@ Dispatcher::Dispatcher(config::Config config, std::string instance_id, SignalWat
       late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
       wakeup_policy_(wakeup_settings(config_.dispatch), clock_.now()) {}
 
-int Dispatcher::run() {
+int RunLoop::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
   metrics::beat(health_, clock_.now());
   if (!config_.http.listen.empty()) {
@@ -120,7 +120,7 @@ int Dispatcher::run() {
   return exit_code_.value_or(0);
 }
 
-void Dispatcher::apply_outcomes() {
+void RunLoop::apply_outcomes() {
   auto batch = outcomes_.take();
   for (const auto& event : batch.connection_events) {
     if (event.up) {
@@ -159,19 +159,19 @@ void Dispatcher::apply_outcomes() {
   }
 }
 
-core::Status Dispatcher::keep_database() {
+core::Status RunLoop::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
-    backlog_ = true;
+    claim_may_find_rows_ = true;
     pass_.restart();
-    idle_ = false;
+    notify_armed_ = false;
     late_commits_.clear();
     leases_.force_renewal();
   }
   return {};
 }
 
-void Dispatcher::fail_database(const core::Error& error) {
+void RunLoop::fail_database(const core::Error& error) {
   if (error.kind == core::ErrorKind::fatal) {
     spdlog::critical("database: {}", error.message);
     exit_code_ = 1;
@@ -180,7 +180,7 @@ void Dispatcher::fail_database(const core::Error& error) {
   db_.lost(error);
 }
 
-void Dispatcher::persist_decisions() {
+void RunLoop::persist_decisions() {
   const auto& writes = planner_.pending_writes();
   if (writes.empty() || !db_.up()) return;
   const auto pending = writes.dispatched.size() + writes.failures.size();
@@ -231,7 +231,7 @@ void Dispatcher::persist_decisions() {
         const auto row = rows_.find(id);
         return row != rows_.end() && row->second.message.due_at.has_value();
       })) {
-    backlog_ = true;
+    claim_may_find_rows_ = true;
     if (pass_.passed_over_any()) pass_.restart();
   }
   totals_.dispatched += writes.dispatched.size();
@@ -242,14 +242,14 @@ void Dispatcher::persist_decisions() {
   forget_rows(planner_.take_forgotten());
 }
 
-void Dispatcher::forget_rows(const std::vector<core::RowId>& ids) {
+void RunLoop::forget_rows(const std::vector<core::RowId>& ids) {
   // A row forgotten earlier may have been claimed and added again since.
   for (const auto id : ids) {
     if (!planner_.knows(id)) rows_.erase(id);
   }
 }
 
-void Dispatcher::keep_leases() {
+void RunLoop::keep_leases() {
   if (!db_.up() || stopping_) return;
   std::vector<int> stopped;
   std::vector<int> gained;
@@ -259,7 +259,7 @@ void Dispatcher::keep_leases() {
   if (!gained.empty()) {
     // Rows of a new partition may lie below the cursor of the current pass.
     pass_.restart();
-    backlog_ = true;
+    claim_may_find_rows_ = true;
   }
   release_drained();
 }
@@ -267,7 +267,7 @@ void Dispatcher::keep_leases() {
 // A draining partition is released once the planner knows none of its rows:
 // every in-flight row has its outcome and that outcome is persisted, so the
 // next owner neither publishes them again nor finds its marks fenced off.
-void Dispatcher::release_drained() {
+void RunLoop::release_drained() {
   const auto& draining = leases_.draining();
   if (draining.empty() || !db_.up()) return;
   std::vector<int> busy;
@@ -282,7 +282,7 @@ void Dispatcher::release_drained() {
   if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
 }
 
-void Dispatcher::claim_rows() {
+void RunLoop::claim_rows() {
   if (!claim_possible()) return;
   const auto room = planner_.claim_room();
   const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
@@ -313,15 +313,15 @@ void Dispatcher::claim_rows() {
   pass_.on_claim(result.immediate_full, result.last_immediate_id);
   if (result.more()) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
-    if (idle_) arm_wakeup(false);
+    if (notify_armed_) arm_notify(false);
     return;
   }
-  backlog_ = false;
+  claim_may_find_rows_ = false;
   next_due_.reset();
   if (result.next_due) next_due_ = clock_.now() + *result.next_due;
   if (wakeup_policy_.busy()) {
     // Rows pour in: writers need not NOTIFY, we look again shortly.
-    if (idle_) arm_wakeup(false);
+    if (notify_armed_) arm_notify(false);
     next_busy_claim_ = clock_.now() + wakeup_policy_.busy_poll();
   }
 }
@@ -329,7 +329,7 @@ void Dispatcher::claim_rows() {
 // The rows we know that the claim could return again: immediate rows ahead of
 // the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
 // by the claim, they cost it nothing and leave its batch to new rows.
-std::vector<core::RowId> Dispatcher::claimable_known_rows() const {
+std::vector<core::RowId> RunLoop::claimable_known_rows() const {
   std::vector<core::RowId> ids;
   for (const auto& [id, known] : rows_) {
     if (id > pass_.cursor() || known.message.due_at) ids.push_back(id);
@@ -337,7 +337,7 @@ std::vector<core::RowId> Dispatcher::claimable_known_rows() const {
   return ids;
 }
 
-void Dispatcher::publish_ready() {
+void RunLoop::publish_ready() {
   if (stopping_ || !broker_up_ || !leases_.may_publish()) return;
   const auto ids = planner_.take_ready();
   if (ids.empty()) return;
@@ -352,7 +352,7 @@ void Dispatcher::publish_ready() {
   publisher_.publish(std::move(batch), leases_.valid_until());
 }
 
-void Dispatcher::update_health() {
+void RunLoop::update_health() {
   const auto now = clock_.now();
   metrics::beat(health_, now);
   health_.database_up = db_.up();
@@ -363,7 +363,7 @@ void Dispatcher::update_health() {
   metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
 }
 
-void Dispatcher::purge_finished() {
+void RunLoop::purge_finished() {
   const auto now = clock_.now();
   if (now < next_purge_ || !db_.up() || stopping_) return;
   next_purge_ = now + config_.retention.purge_interval;
@@ -376,7 +376,7 @@ void Dispatcher::purge_finished() {
   if (purged.value() == config_.retention.purge_batch) next_purge_ = now + milliseconds(100);
 }
 
-void Dispatcher::log_stats() {
+void RunLoop::log_stats() {
   const auto now = clock_.now();
   if (now < next_stats_) return;
   report_status(true);
@@ -392,20 +392,20 @@ void Dispatcher::log_stats() {
 }
 
 // stats_interval_ms 0 turns the stats line off (and its status refresh).
-void Dispatcher::schedule_stats(core::SteadyTime now) {
+void RunLoop::schedule_stats(core::SteadyTime now) {
   const auto interval = config_.dispatch.stats_interval;
   next_stats_ = interval.count() > 0 ? now + interval : core::SteadyTime::max();
 }
 
 // From the moment a row became due (its claim's start less how long the
 // database says it had been due) to `now`.
-void Dispatcher::observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now) {
+void RunLoop::observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now) {
   if (const auto row = rows_.find(id); row != rows_.end()) {
     histogram.observe(std::chrono::duration<double>(now - row->second.due_since).count());
   }
 }
 
-bool Dispatcher::finished_stopping() const {
+bool RunLoop::finished_stopping() const {
   return (planner_.in_flight() == 0 && planner_.pending_writes().empty()) || clock_.now() >= stop_deadline_;
 }
 

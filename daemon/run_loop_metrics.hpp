@@ -5,8 +5,8 @@
 
 namespace outboxd::daemon {
 
-struct DispatcherMetrics {
-  explicit DispatcherMetrics(metrics::Registry& r)
+struct RunLoopMetrics {
+  explicit RunLoopMetrics(metrics::Registry& r)
       : claimed(r.counter("outboxd_rows_claimed_total", "Rows read from the outbox and handed to the planner")),
         published(r.counter("outboxd_deliveries_sent_total", "Deliveries handed to the broker")),
         accepted(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "accepted"}})),

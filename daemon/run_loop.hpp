@@ -12,8 +12,8 @@
 #include "config/config.hpp"
 #include "config/reload.hpp"
 #include "core/clock.hpp"
-#include "daemon/database_link.hpp"
-#include "daemon/dispatcher_metrics.hpp"
+#include "daemon/database_session.hpp"
+#include "daemon/run_loop_metrics.hpp"
 #include "daemon/event_loop.hpp"
 #include "daemon/lease_keeper.hpp"
 #include "daemon/outcome_queue.hpp"
@@ -31,11 +31,11 @@ namespace outboxd::daemon {
 // The planner's policy from the dispatch section, at start and after a reload.
 dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
 
-class Dispatcher {
+class RunLoop {
  public:
   // The dispatcher owns the running configuration: a reload (SIGHUP) changes
   // the parts that can change at run time; its other parts stay as started.
-  Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals);
+  RunLoop(config::Config config, std::string instance_id, SignalWatcher& signals);
 
   // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero).
   int run();
@@ -69,7 +69,7 @@ class Dispatcher {
   void fail_database(const core::Error& error);
   void forget_rows(const std::vector<core::RowId>& ids);
   bool claim_possible() const;
-  void arm_wakeup(bool idle);
+  void arm_notify(bool armed);
   void check_late_commits();
   std::chrono::milliseconds sleep_budget();
 
@@ -77,7 +77,7 @@ class Dispatcher {
   std::string instance_id_;
   metrics::Registry registry_;
   metrics::Health health_;
-  DispatcherMetrics metrics_;
+  RunLoopMetrics metrics_;
   std::unique_ptr<metrics::HttpServer> http_;
   core::SteadyClock clock_;
   core::FastRandom random_;
@@ -85,7 +85,7 @@ class Dispatcher {
   Wakeup wakeup_;
   OutcomeQueue outcomes_;
   dispatch::Planner planner_;
-  DatabaseLink db_;
+  DatabaseSession db_;
   LeaseKeeper leases_;
   amqp::Publisher publisher_;
   ServiceManager service_;
@@ -99,11 +99,11 @@ class Dispatcher {
   };
   std::unordered_map<core::RowId, KnownRow> rows_;
 
-  // Claim bookkeeping: `backlog_` means a claim may find rows; `pass_` is
+  // Claim bookkeeping: `claim_may_find_rows_` means a claim may find rows; `pass_` is
   // where the current pass over immediate rows stands.
-  bool backlog_ = true;
+  bool claim_may_find_rows_ = true;
   dispatch::ClaimPass pass_;
-  bool idle_ = false;            // marked idle in the database (NOTIFY armed)
+  bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour
   std::optional<core::SteadyTime> next_busy_claim_;

@@ -16,11 +16,11 @@
 namespace outboxd::daemon {
 
 // Explicit connection states, checked by the loop (no nested callbacks).
-enum class LinkState { down, up };
+enum class SessionState { down, up };
 
-class DatabaseLink {
+class DatabaseSession {
  public:
-  DatabaseLink(const config::Config& config, std::string instance_id, const core::Clock& clock,
+  DatabaseSession(const config::Config& config, std::string instance_id, const core::Clock& clock,
                core::RandomSource& random);
 
   // Connects when down and the backoff allows it. A fatal error (bad
@@ -31,7 +31,7 @@ class DatabaseLink {
   // Every operation that failed transiently calls this with the reason.
   void lost(const core::Error& error);
 
-  bool up() const { return state_ == LinkState::up; }
+  bool up() const { return state_ == SessionState::up; }
   bool just_connected();  // true once after each successful (re)connect
   std::optional<core::SteadyTime> next_attempt() const;
   // Whether NOTIFY can wake the daemon: not behind a transaction pooler
@@ -51,7 +51,7 @@ class DatabaseLink {
   const core::Clock& clock_;
   core::RandomSource& random_;
   dispatch::Backoff backoff_;
-  LinkState state_ = LinkState::down;
+  SessionState state_ = SessionState::down;
   int failures_ = 0;
   bool fresh_ = false;
   core::SteadyTime retry_at_{};
