@@ -69,9 +69,8 @@ std::vector<int> SignalWatcher::take() {
   return received;
 }
 
-Readiness wait_for_events(const Wakeup& wakeup, const SignalWatcher& signals, int database_fd,
-                          std::chrono::milliseconds timeout) {
-  pollfd fds[3] = {{wakeup.fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}, {database_fd, POLLIN, 0}};
+Readiness SystemEvents::wait(int database_fd, std::chrono::milliseconds timeout) {
+  pollfd fds[3] = {{wakeup_.fd(), POLLIN, 0}, {signals_.fd(), POLLIN, 0}, {database_fd, POLLIN, 0}};
   const nfds_t count = database_fd >= 0 ? 3 : 2;
   const auto ms = static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, timeout.count()));
   Readiness ready;
@@ -79,6 +78,7 @@ Readiness wait_for_events(const Wakeup& wakeup, const SignalWatcher& signals, in
   ready.wakeup = (fds[0].revents & POLLIN) != 0;
   ready.signal = (fds[1].revents & POLLIN) != 0;
   ready.database = count == 3 && (fds[2].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+  if (ready.wakeup) wakeup_.clear();
   return ready;
 }
 

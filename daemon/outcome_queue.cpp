@@ -24,8 +24,8 @@ void OutcomeQueue::on_connection(bool up, std::string reason) {
   wakeup_.notify();
 }
 
-OutcomeQueue::Batch OutcomeQueue::take() {
-  Batch taken;
+BrokerNews OutcomeQueue::take() {
+  BrokerNews taken;
   std::lock_guard lock(mutex_);
   std::swap(taken, pending_);
   return taken;

@@ -39,23 +39,29 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   return policy;
 }
 
-RunLoop::RunLoop(config::Config config, std::string instance_id, SignalWatcher& signals)
+RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
     : config_(std::move(config)),
       instance_id_(std::move(instance_id)),
       metrics_(registry_),
-      random_(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
-      signals_(signals),
-      outcomes_(wakeup_),
+      db_(ports.database),
+      broker_(ports.broker),
+      events_(ports.events),
+      clock_(ports.clock),
+      random_(ports.random),
       planner_(planner_policy(config_.dispatch), clock_, random_),
-      db_(config_, instance_id_, clock_, random_),
       leases_(config_.leases, instance_id_, clock_),
-      publisher_(config_.broker, config_.broker.container_id.empty() ? instance_id_ : config_.broker.container_id,
-                 outcomes_),
       service_(clock_),
       late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
       wakeup_policy_(wakeup_settings(config_.dispatch), clock_.now()) {}
 
 int RunLoop::run() {
+  if (auto failed = start()) return *failed;
+  while (iterate()) {
+  }
+  return finish();
+}
+
+std::optional<int> RunLoop::start() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
   metrics::beat(health_, clock_.now());
   if (!config_.http.listen.empty()) {
@@ -69,11 +75,11 @@ int RunLoop::run() {
     }
     spdlog::info("serving /metrics, /healthz and /readyz on {}", config_.http.listen);
   }
-  if (auto started = publisher_.start(); !started) {
+  if (auto started = broker_.start(); !started) {
     spdlog::critical("cannot start the AMQP client: {}", started.error().message);
     return 1;
   }
-  if (publisher_.plain_over_cleartext()) {
+  if (broker_.plain_over_cleartext()) {
     spdlog::warn("broker: SASL PLAIN sends the password in clear text over amqp:// to a non-loopback host; "
                  "use amqps:// (or set broker.allow_insecure_plain to silence this)");
   }
@@ -82,28 +88,35 @@ int RunLoop::run() {
   next_purge_ = now;
   schedule_stats(now);
   report_status(false);
-  while (!exit_code_) {
-    handle_signals();
-    apply_outcomes();
-    if (auto kept = keep_database(); !kept) {
-      spdlog::critical("database: {}", kept.error().message);
-      exit_code_ = 1;
-      break;
-    }
-    publish_ready();  // a session's next row goes out before the database round trips
-    persist_decisions();
-    keep_leases();
-    claim_rows();
-    publish_ready();
-    purge_finished();
-    log_stats();
-    if (stopping_ && finished_stopping()) break;
-    announce_ready();
-    report_status(false);
-    service_.keep_alive();
-    update_health();
-    sleep_until_next_event();
+  return std::nullopt;
+}
+
+bool RunLoop::iterate() {
+  if (exit_code_) return false;
+  handle_signals();
+  apply_outcomes();
+  if (auto kept = keep_database(); !kept) {
+    spdlog::critical("database: {}", kept.error().message);
+    exit_code_ = 1;
+    return false;
   }
+  publish_ready();  // a session's next row goes out before the database round trips
+  persist_decisions();
+  keep_leases();
+  claim_rows();
+  publish_ready();
+  purge_finished();
+  log_stats();
+  if (stopping_ && finished_stopping()) return false;
+  announce_ready();
+  report_status(false);
+  service_.keep_alive();
+  update_health();
+  sleep_until_next_event();
+  return !exit_code_;
+}
+
+int RunLoop::finish() {
   persist_decisions();
   if (db_.up()) {
     if (auto released = leases_.release(db_.leases()); !released) {
@@ -111,7 +124,7 @@ int RunLoop::run() {
     }
     [[maybe_unused]] auto gone = db_.leases().deregister(instance_id_);
   }
-  publisher_.stop();
+  broker_.stop();
   if (http_) http_->stop();
   if (planner_.in_flight() > 0) {
     spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", planner_.in_flight());
@@ -121,7 +134,7 @@ int RunLoop::run() {
 }
 
 void RunLoop::apply_outcomes() {
-  auto batch = outcomes_.take();
+  auto batch = broker_.take_news();
   for (const auto& event : batch.connection_events) {
     if (event.up) {
       if (!broker_up_) spdlog::info("broker connected: {}", event.reason);
@@ -192,7 +205,7 @@ void RunLoop::persist_decisions() {
   // meanwhile; the next owner publishes them again) or no longer pending.
   std::size_t unchanged = 0;
   if (!writes.dispatched.empty()) {
-    auto marked = db_.store().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
+    auto marked = db_.rows().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
     if (!marked) return fail_database(marked.error());
     unchanged += writes.dispatched.size() - static_cast<std::size_t>(marked.value());
   }
@@ -202,7 +215,7 @@ void RunLoop::persist_decisions() {
     for (const auto& f : writes.failures) {
       records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
     }
-    auto recorded = db_.store().record_failures(records, instance_id_);
+    auto recorded = db_.rows().record_failures(records, instance_id_);
     if (!recorded) return fail_database(recorded.error());
     unchanged += records.size() - static_cast<std::size_t>(recorded.value());
   }
@@ -286,16 +299,17 @@ void RunLoop::claim_rows() {
   if (!claim_possible()) return;
   const auto room = planner_.claim_room();
   const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
+  const auto limit = std::min(room, batch);
   const auto started = clock_.now();
-  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), pass_.cursor(),
-                                   claimable_known_rows());
+  auto claimed = db_.rows().claim(leases_.partitions(), static_cast<int>(limit), pass_.cursor(),
+                                  claimable_known_rows());
   if (!claimed) return fail_database(claimed.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
-  auto& result = claimed.value();
+  auto result = dispatch::merge_claim(std::move(claimed).value(), limit);
   // A row held back behind a due timeout is passed over by this pass; its
   // session's later rows must wait for the next pass too, or they would
   // overtake it once the timeout is marked.
-  for (const auto& [id, session] : result.held_back) pass_.pass_over(id, session);
+  for (const auto& held : result.held_back) pass_.pass_over(held.id, held.session);
   std::vector<dispatch::RowRef> refs;
   refs.reserve(result.rows.size());
   for (auto& row : result.rows) {
@@ -349,7 +363,7 @@ void RunLoop::publish_ready() {
     observe_delay(metrics_.delay_to_publish, id, now);
   }
   metrics_.published.inc(batch.size());
-  publisher_.publish(std::move(batch), leases_.valid_until());
+  broker_.send(std::move(batch), leases_.valid_until());
 }
 
 void RunLoop::update_health() {
@@ -369,7 +383,7 @@ void RunLoop::purge_finished() {
   next_purge_ = now + config_.retention.purge_interval;
   const auto keep_for = config_.retention.mode == config::RetentionMode::keep ? config_.retention.keep_for
                                                                                : milliseconds(0);
-  auto purged = db_.store().purge(keep_for, config_.retention.purge_batch);
+  auto purged = db_.rows().purge(keep_for, config_.retention.purge_batch);
   if (!purged) return fail_database(purged.error());
   if (purged.value() > 0) spdlog::info("retention: purged {} finished rows", purged.value());
   // A full batch means more is waiting: come back soon rather than at the interval.

@@ -8,16 +8,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "amqp/publisher.hpp"
 #include "config/config.hpp"
 #include "config/reload.hpp"
 #include "core/clock.hpp"
-#include "daemon/database_session.hpp"
-#include "daemon/run_loop_metrics.hpp"
-#include "daemon/event_loop.hpp"
 #include "daemon/lease_keeper.hpp"
-#include "daemon/outcome_queue.hpp"
+#include "daemon/ports.hpp"
+#include "daemon/run_loop_metrics.hpp"
 #include "daemon/service_manager.hpp"
+#include "dispatch/claim_merge.hpp"
 #include "dispatch/claim_pass.hpp"
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
@@ -35,10 +33,21 @@ class RunLoop {
  public:
   // The dispatcher owns the running configuration: a reload (SIGHUP) changes
   // the parts that can change at run time; its other parts stay as started.
-  RunLoop(config::Config config, std::string instance_id, SignalWatcher& signals);
+  // The ports must outlive the loop.
+  RunLoop(config::Config config, std::string instance_id, Ports ports);
 
-  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero).
+  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero):
+  // start(), iterate() while it returns true, finish().
   int run();
+
+  // The three parts of run(), apart for the unit tests. start() returns an
+  // exit code when the loop cannot start; iterate() is one turn of the loop
+  // (its last step sleeps) and returns false once the loop is to end.
+  std::optional<int> start();
+  bool iterate();
+  int finish();
+
+  const RunLoopMetrics& metrics() const { return metrics_; }
 
  private:
   // Accepted rows are marked in batches; a batch waits at most this long.
@@ -79,15 +88,13 @@ class RunLoop {
   metrics::Health health_;
   RunLoopMetrics metrics_;
   std::unique_ptr<metrics::HttpServer> http_;
-  core::SteadyClock clock_;
-  core::FastRandom random_;
-  SignalWatcher& signals_;
-  Wakeup wakeup_;
-  OutcomeQueue outcomes_;
+  Database& db_;
+  Broker& broker_;
+  Events& events_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;
   dispatch::Planner planner_;
-  DatabaseSession db_;
   LeaseKeeper leases_;
-  amqp::Publisher publisher_;
   ServiceManager service_;
   bool announced_ready_ = false;
 

@@ -13,7 +13,7 @@
 namespace outboxd::daemon {
 
 void RunLoop::handle_signals() {
-  for (const int signal : signals_.take()) {
+  for (const int signal : events_.take_signals()) {
     if (signal == SIGHUP) {
       if (stopping_) spdlog::info("SIGHUP while stopping: not reloading");
       else reload();

@@ -19,19 +19,19 @@ milliseconds until(core::SteadyTime now, core::SteadyTime then) {
 }  // namespace
 
 void RunLoop::arm_notify(bool armed) {
-  if (auto set = db_.store().arm_notify(instance_id_, armed); !set) return fail_database(set.error());
+  if (auto set = db_.rows().arm_notify(instance_id_, armed); !set) return fail_database(set.error());
   notify_armed_ = armed;
   if (!armed) return late_commits_.clear();
   // Read after the arming committed: whoever is still open may have inserted
   // without NOTIFY and may commit after the claim that follows.
-  auto open = db_.store().open_transactions();
+  auto open = db_.rows().open_transactions();
   if (!open) return fail_database(open.error());
   late_commits_.watch(std::move(open).value(), clock_.now());
 }
 
 void RunLoop::check_late_commits() {
   if (!late_commits_.check_due(clock_.now()) || !db_.up()) return;
-  auto open = db_.store().still_open(late_commits_.watched());
+  auto open = db_.rows().still_open(late_commits_.watched());
   if (!open) return fail_database(open.error());
   if (late_commits_.update(std::move(open).value(), clock_.now())) claim_may_find_rows_ = true;
 }
@@ -85,8 +85,7 @@ void RunLoop::sleep_until_next_event() {
     claim_may_find_rows_ = true;
     if (claim_possible()) return;
   }
-  const auto ready = wait_for_events(wakeup_, signals_, db_.socket(), sleep_budget());
-  if (ready.wakeup) wakeup_.clear();
+  const auto ready = events_.wait(db_.socket(), sleep_budget());
   if (ready.database && db_.drain_notifications()) claim_may_find_rows_ = true;
   const auto now = clock_.now();
   if (now >= next_poll_) {

@@ -18,25 +18,21 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::uint64_t seed_from_clock(const void* self) {
-  const auto ticks = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  return ticks ^ reinterpret_cast<std::uintptr_t>(self);
-}
-
 std::string ms_text(milliseconds value) { return std::to_string(value.count()) + " ms"; }
 
 }  // namespace
 
 ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, ConnectionSettings settings,
                                      proton::connection_options options, OutcomeSink& sink,
-                                     std::atomic<bool>& connected)
+                                     std::atomic<bool>& connected, const core::Clock& clock,
+                                     core::RandomSource& random)
     : broker_(broker),
       settings_(std::move(settings)),
       options_(std::move(options)),
       sink_(sink),
       connected_(connected),
-      random_(seed_from_clock(this)),
-      backoff_(broker.reconnect_min, broker.reconnect_max, random_),
+      clock_(clock),
+      backoff_(broker.reconnect_min, broker.reconnect_max, random),
       links_(sink) {}
 
 void ConnectionHandler::guarded(const char* where, const std::function<void()>& step) {

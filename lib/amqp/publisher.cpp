@@ -2,7 +2,9 @@
 #include "amqp/publisher.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -25,8 +27,15 @@ struct FencedBatch {
 
 class Publisher::Impl {
  public:
-  Impl(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink)
-      : broker_(broker), container_id_(std::move(container_id)), sink_(sink) {
+  Impl(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink, const core::Clock* clock,
+       core::RandomSource* random)
+      : broker_(broker),
+        container_id_(std::move(container_id)),
+        sink_(sink),
+        own_random_(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                    reinterpret_cast<std::uintptr_t>(this)),
+        clock_(clock ? *clock : steady_),
+        random_(random ? *random : own_random_) {
     if (auto settings = connection_settings(broker_)) settings_ = settings.value();
   }
 
@@ -46,6 +55,10 @@ class Publisher::Impl {
   const config::BrokerConfig broker_;
   const std::string container_id_;
   OutcomeSink& sink_;
+  core::SteadyClock steady_;
+  core::FastRandom own_random_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;
   std::optional<ConnectionSettings> settings_;
   std::atomic<bool> connected_{false};
   std::unique_ptr<ConnectionHandler> handler_;  // used on the container thread only
@@ -73,7 +86,8 @@ core::Status Publisher::Impl::start() {
   } catch (const std::exception& e) {
     return core::fatal_error(std::string("broker.tls: ") + e.what());
   }
-  handler_ = std::make_unique<ConnectionHandler>(broker_, settings.value(), options, sink_, connected_);
+  handler_ = std::make_unique<ConnectionHandler>(broker_, settings.value(), options, sink_, connected_, clock_,
+                                                 random_);
   accepting_ = true;
   thread_ = std::thread([this] { run(); });
   return {};
@@ -182,8 +196,12 @@ void Publisher::Impl::answer_leftovers(const std::string& reason) {
   for (auto& batch : leftovers) answer_unknown(batch.rows, reason);
 }
 
+Publisher::Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink,
+                     const core::Clock& clock, core::RandomSource& random)
+    : impl_(std::make_unique<Impl>(broker, std::move(container_id), sink, &clock, &random)) {}
+
 Publisher::Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink)
-    : impl_(std::make_unique<Impl>(broker, std::move(container_id), sink)) {}
+    : impl_(std::make_unique<Impl>(broker, std::move(container_id), sink, nullptr, nullptr)) {}
 
 Publisher::~Publisher() { impl_->stop(); }
 

@@ -50,14 +50,14 @@ TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][sto
 
   SECTION("the wake-up survives a reconnect") {
     terminate_backend(daemon);
-    auto lost = store.claim(all_partitions(), 10);
+    auto lost = claim(store, all_partitions(), 10);
     REQUIRE_FALSE(lost.ok());
     CHECK(lost.error().kind == core::ErrorKind::transient);
     CHECK(daemon.last_failure().connection_lost);
     REQUIRE(daemon.reset().ok());
     insert(writer, {"after-reset", "s"});
     CHECK(woken_within(daemon, 5000));
-    auto claimed = store.claim(all_partitions(), 10);  // statements prepared again
+    auto claimed = claim(store, all_partitions(), 10);  // statements prepared again
     REQUIRE(claimed.ok());
     CHECK(claimed.value().rows.size() == 3);
   }
