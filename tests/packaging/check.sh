@@ -23,7 +23,7 @@ check() {
 }
 
 shellcheck_scripts() {
-  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh
+  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh examples/*/run.sh
 }
 
 # systemd-analyze needs the ExecStart binary to exist, so a copy of the unit points at the
@@ -92,7 +92,7 @@ docker_copy_sources() {
   return "$bad"
 }
 
-check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh" shellcheck_scripts
+check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh examples/*/run.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
 check "Dockerfile packages exist in Debian 12" docker_packages_exist
 check "Dockerfile runtime stage has every linked library" docker_runtime_libs

@@ -32,12 +32,14 @@ function fraction(text) {
 }
 
 // One outgoing message of an order: session and correlation are the order id, so outboxd keeps them in order.
+// No delay passes due_at NULL (now), which enqueue() leaves out when it compares a replay with the row it
+// wrote before; a given due_at is compared.
 function enqueue(db, destination, messageId, subject, body, order, parent, delayMs = 0) {
   return db.query(
     `SELECT outbox.enqueue(destination => $1, message_id => $2, subject => $3, body => $4::jsonb,
                            session_id => $5, correlation_id => $5, parent_message_id => $6,
                            due_at => now() + $7 * interval '1 millisecond')`,
-    [destination, messageId, subject, JSON.stringify(body), order, parent, delayMs]);
+    [destination, messageId, subject, JSON.stringify(body), order, parent, delayMs || null]);
 }
 
 async function value(db, sql, params) {
