@@ -17,6 +17,7 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/006_workflow_row_check.sql
 \ir ../../sql/007_wakeup_in_partition_trigger.sql
 \ir ../../sql/011_inbox.sql
+\ir ../../sql/012_workflow_emit.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
