@@ -18,6 +18,7 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/007_wakeup_in_partition_trigger.sql
 \ir ../../sql/011_inbox.sql
 \ir ../../sql/012_workflow_emit.sql
+\ir ../../sql/013_timeout_lock.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
