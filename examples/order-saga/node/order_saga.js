@@ -31,7 +31,8 @@ function fraction(text) {
   return ((h ^ (h >>> 16)) >>> 0) / 2 ** 32;
 }
 
-// One outgoing message of an order: session and correlation are the order id, so outboxd keeps them in order.
+// A message about an order from outside its workflow (the shop, the services): session and correlation are the
+// order id, so outboxd keeps an order's messages in order.
 // No delay passes due_at NULL (now), which enqueue() leaves out when it compares a replay with the row it
 // wrote before; a given due_at is compared.
 function enqueue(db, destination, messageId, subject, body, order, parent, delayMs = 0) {
@@ -42,12 +43,18 @@ function enqueue(db, destination, messageId, subject, body, order, parent, delay
     [destination, messageId, subject, JSON.stringify(body), order, parent, delayMs || null]);
 }
 
+// A message of the order's workflow: workflow.emit gives it the order's session, correlation and originating ids.
+function emit(db, order, destination, messageId, subject, body, parent) {
+  return db.query('SELECT workflow.emit($1, $2, $3, $4::jsonb, subject => $5, parent_message_id => $6)',
+    [order, destination, messageId, JSON.stringify(body), subject, parent]);
+}
+
 async function value(db, sql, params) {
   const result = await db.query({ text: sql, values: params, rowMode: 'array' });
   return result.rows[0][0];
 }
 
-// Runs handler(db, ...args) in one transaction; a version conflict (40001) rolls back and runs it again.
+// Runs handler(db, ...args) in one transaction; a version conflict (40001) or a deadlock (40P01) runs it again.
 async function inTransaction(db, handler, ...args) {
   for (;;) {
     await db.query('BEGIN');
@@ -57,7 +64,7 @@ async function inTransaction(db, handler, ...args) {
       return outcome;
     } catch (error) {
       await db.query('ROLLBACK');
-      if (error.code !== '40001') throw error;
+      if (error.code !== '40001' && error.code !== '40P01') throw error;
       console.log('conflict', error.message);
     }
   }
@@ -74,10 +81,9 @@ async function orderPlaced(db, messageId, order, body) {
     [order, messageId, JSON.stringify({ amount: body.amount, reserved: false })]);
   if (!started) return 'duplicate'; // a redelivered OrderPlaced: the workflow exists
   await db.query('SELECT workflow.record_processed($1, $2)', [order, messageId]);
-  await enqueue(db, STOCK, `${order}:reserve-stock:1`, 'ReserveStock', { orderId: order, quantity: 1 },
-    order, messageId);
-  await enqueue(db, PAYMENTS, `${order}:capture-payment:1`, 'CapturePayment',
-    { orderId: order, amount: body.amount }, order, messageId);
+  await emit(db, order, STOCK, `${order}:reserve-stock:1`, 'ReserveStock', { orderId: order, quantity: 1 }, messageId);
+  await emit(db, order, PAYMENTS, `${order}:capture-payment:1`, 'CapturePayment',
+    { orderId: order, amount: body.amount }, messageId);
   await db.query(
     `SELECT workflow.set_timeout($1, $2, now() + $3 * interval '1 millisecond', $4, $5::jsonb,
                                  subject => 'PaymentTimeout', parent_message_id => $6)`,
@@ -103,7 +109,7 @@ async function transition(db, subject, messageId, order) {
     // Too late: the order was cancelled when the timeout fired. Give the money back.
     const refund = `${order}:refund-payment:1`;
     await db.query("SELECT workflow.record_compensation($1, 'refund-payment', $2)", [order, refund]);
-    await enqueue(db, PAYMENTS, refund, 'RefundPayment', { orderId: order }, order, messageId);
+    await emit(db, order, PAYMENTS, refund, 'RefundPayment', { orderId: order }, messageId);
     data.latePayment = true;
   } else if (subject === 'PaymentTimeout') {
     if (status !== 'AwaitingPayment' || state.timeout_message_id !== messageId) {
@@ -112,7 +118,7 @@ async function transition(db, subject, messageId, order) {
     await db.query('SELECT workflow.clear_timeout($1)', [order]);
     const release = `${order}:release-stock:1`;
     await db.query("SELECT workflow.record_compensation($1, 'release-stock', $2)", [order, release]);
-    await enqueue(db, STOCK, release, 'ReleaseStock', { orderId: order }, order, messageId);
+    await emit(db, order, STOCK, release, 'ReleaseStock', { orderId: order }, messageId);
     data.timedOut = messageId;
     newStatus = 'Cancelled';
   } else if (subject === 'StockReleased' || subject === 'PaymentRefunded') {

@@ -51,7 +51,7 @@ def fraction(text):
 
 
 def enqueue(cur, destination, message_id, subject, body, order, parent, delay_ms=0):
-    """One outgoing message of an order: session and correlation are the order id, so outboxd keeps them in order.
+    """A message about an order from outside its workflow (the shop, the services): session and correlation are the order id.
 
     No delay passes due_at NULL (now), which enqueue() leaves out when it compares a
     replay with the row it wrote before; a given due_at is compared.
@@ -63,13 +63,19 @@ def enqueue(cur, destination, message_id, subject, body, order, parent, delay_ms
         (destination, message_id, subject, json.dumps(body), order, order, parent, delay_ms or None))
 
 
+def emit(cur, order, destination, message_id, subject, body, parent):
+    """A message of the order's workflow: workflow.emit gives it the order's session, correlation and originating ids."""
+    cur.execute("SELECT workflow.emit(%s, %s, %s, %s::jsonb, subject => %s, parent_message_id => %s)",
+                (order, destination, message_id, json.dumps(body), subject, parent))
+
+
 def in_transaction(conn, handler, *args):
-    """Runs handler(cur, *args) in one transaction; a version conflict (40001) rolls back and runs it again."""
+    """Runs handler(cur, *args) in one transaction; a version conflict (40001) or a deadlock (40P01) runs it again."""
     while True:
         try:
             with conn, conn.cursor() as cur:
                 return handler(cur, *args)
-        except psycopg2.errors.SerializationFailure as conflict:
+        except (psycopg2.errors.SerializationFailure, psycopg2.errors.DeadlockDetected) as conflict:
             log("conflict", str(conflict).splitlines()[0])
 
 
@@ -84,10 +90,9 @@ def order_placed(cur, message_id, order, body):
     if not cur.fetchone()[0]:
         return "duplicate"  # a redelivered OrderPlaced: the workflow exists
     cur.execute("SELECT workflow.record_processed(%s, %s)", (order, message_id))
-    enqueue(cur, STOCK, f"{order}:reserve-stock:1", "ReserveStock", {"orderId": order, "quantity": 1},
-            order, message_id)
-    enqueue(cur, PAYMENTS, f"{order}:capture-payment:1", "CapturePayment",
-            {"orderId": order, "amount": body["amount"]}, order, message_id)
+    emit(cur, order, STOCK, f"{order}:reserve-stock:1", "ReserveStock", {"orderId": order, "quantity": 1}, message_id)
+    emit(cur, order, PAYMENTS, f"{order}:capture-payment:1", "CapturePayment",
+         {"orderId": order, "amount": body["amount"]}, message_id)
     cur.execute("SELECT workflow.set_timeout(%s, %s, now() + %s * interval '1 millisecond', %s, %s::jsonb,"
                 " subject => 'PaymentTimeout', parent_message_id => %s)",
                 (order, f"{order}:payment-timeout:1", PAYMENT_TIMEOUT_MS, ORDERS,
@@ -115,7 +120,7 @@ def transition(cur, subject, message_id, order):
         # Too late: the order was cancelled when the timeout fired. Give the money back.
         refund = f"{order}:refund-payment:1"
         cur.execute("SELECT workflow.record_compensation(%s, 'refund-payment', %s)", (order, refund))
-        enqueue(cur, PAYMENTS, refund, "RefundPayment", {"orderId": order}, order, message_id)
+        emit(cur, order, PAYMENTS, refund, "RefundPayment", {"orderId": order}, message_id)
         data["latePayment"] = True
     elif subject == "PaymentTimeout":
         if status != "AwaitingPayment" or timeout_id != message_id:
@@ -123,7 +128,7 @@ def transition(cur, subject, message_id, order):
         cur.execute("SELECT workflow.clear_timeout(%s)", (order,))
         release = f"{order}:release-stock:1"
         cur.execute("SELECT workflow.record_compensation(%s, 'release-stock', %s)", (order, release))
-        enqueue(cur, STOCK, release, "ReleaseStock", {"orderId": order}, order, message_id)
+        emit(cur, order, STOCK, release, "ReleaseStock", {"orderId": order}, message_id)
         data["timedOut"] = message_id
         new_status = "Cancelled"
     elif subject in ("StockReleased", "PaymentRefunded"):
