@@ -188,7 +188,7 @@ async function payments(db, message) {
 // AMQP 1.0: accept a delivery only after its transaction committed
 // ---------------------------------------------------------------------------
 
-function consume(db, queue, handler) {
+function consume(pool, queue, handler) {
   const url = new URL(ENV.ORDER_SAGA_AMQP_URL);
   const connection = rhea.create_container().connect({
     host: url.hostname, port: Number(url.port), username: ENV.ORDER_SAGA_AMQP_USER,
@@ -199,18 +199,27 @@ function consume(db, queue, handler) {
     source: { address: `/queue/${queue}`, durable: 2 }, autoaccept: false, credit_window: 50,
   });
   receiver.on('receiver_open', () => console.log('ready', queue));
-  // One message at a time, in arrival order, like the Python version.
-  let previous = Promise.resolve();
+  // Orders in parallel (one pooled connection each), an order's messages one at a time in
+  // arrival order: its group-id is the order's session_id, which outboxd sends in order.
+  const chains = new Map();
   receiver.on('message', ({ message, delivery }) => {
     const m = { id: message.message_id, subject: message.subject, body: message.body.content.toString('utf8') };
-    previous = previous.then(async () => {
-      const outcome = await inTransaction(db, handler, m);
-      if (outcome === 'duplicate') console.log('duplicate', m.id);
+    const key = message.group_id;
+    const run = (chains.get(key) || Promise.resolve()).then(async () => {
+      const db = await pool.connect();
+      try {
+        const outcome = await inTransaction(db, handler, m);
+        if (outcome === 'duplicate') console.log('duplicate', m.id);
+      } finally {
+        db.release();
+      }
       delivery.accept();
     }).catch((error) => {
       console.error(error);
       process.exit(1); // redelivered to the next process; the inbox makes that harmless
     });
+    chains.set(key, run);
+    run.then(() => { if (chains.get(key) === run) chains.delete(key); });
   });
   connection.on('disconnected', (context) => console.log('disconnected', context.error ? context.error.message : ''));
 }
@@ -231,13 +240,14 @@ async function place(db, count, perSecond) {
 
 async function main(argv) {
   const handlers = { saga: [ORDERS, saga], stock: [STOCK, stock], payments: [PAYMENTS, payments] };
-  const db = new pg.Client({ connectionString: ENV.ORDER_SAGA_DATABASE_URL });
-  await db.connect();
+  const pool = new pg.Pool({ connectionString: ENV.ORDER_SAGA_DATABASE_URL, max: 4 });
   if (argv[0] === 'place' && (argv.length === 2 || argv.length === 3)) {
+    const db = await pool.connect();
     await place(db, Number(argv[1]), argv.length === 3 ? Number(argv[2]) : 100);
-    await db.end();
+    db.release();
+    await pool.end();
   } else if (argv.length === 1 && handlers[argv[0]]) {
-    consume(db, ...handlers[argv[0]]);
+    consume(pool, ...handlers[argv[0]]);
   } else {
     console.error('usage: node order_saga.js saga | stock | payments | place COUNT [PER_SECOND]');
     process.exit(2);
