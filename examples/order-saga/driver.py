@@ -209,7 +209,7 @@ http:
         print("final states: " + ", ".join(f"{k} {v}" for k, v in sorted(states.items())))
         print(f"messages handled once (inbox ids): {inbox}")
         print(f"duplicates absorbed by the inbox: {sum(duplicates.values())} {duplicates}")
-        print(f"version conflicts retried (40001): {conflicts}")
+        print(f"transitions retried after a version conflict (40001) or deadlock (40P01): {conflicts}")
         print(f"outbox rows left: {rows or 'none'} (dispatched rows are deleted)")
         for line in problems[:20] + unfinished[:20]:
             print("  " + line)
