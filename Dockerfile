@@ -15,7 +15,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libpq-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev \
-      nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev \
+      nlohmann-json3-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -28,7 +28,7 @@ FROM debian:12-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libpq5 libqpid-proton-cpp12 libqpid-proton11 libyaml-cpp0.7 libspdlog1.10 libfmt9 \
-      libcpp-httplib0.11 libsystemd0 ca-certificates \
+      libsystemd0 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 outboxd \
  && useradd --system --uid 10001 --gid outboxd --home-dir /nonexistent --no-create-home \
