@@ -25,8 +25,8 @@ TEST_CASE("A request line, headers and the body they announce", "[metrics][http]
 }
 
 TEST_CASE("Malformed heads are rejected", "[metrics][http]") {
-  for (const char* head : {"GET /\r\n\r\n", "GET  / HTTP/1.1\r\n\r\n", "GET / HTTP/2\r\n\r\n", "GET / HTTP/1.1 x\r\n\r\n",
-                           "G(T / HTTP/1.1\r\n\r\n", "GET /a\x01 HTTP/1.1\r\n\r\n", "\r\n\r\n",
+  for (const char* head : {"GET /\r\n\r\n", "GET  / HTTP/1.1\r\n\r\n", "GET / HTTP/2\r\n\r\n",
+                           "GET / HTTP/1.1 x\r\n\r\n", "G(T / HTTP/1.1\r\n\r\n", "GET /a\x01 HTTP/1.1\r\n\r\n", "\r\n\r\n",
                            "GET / HTTP/1.1\r\nno colon\r\n\r\n", "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
                            "GET / HTTP/1.1\r\nA: b\r\n  folded\r\n\r\n"}) {
     INFO(head);
