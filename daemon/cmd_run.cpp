@@ -29,6 +29,7 @@ int cmd_run(const std::string& path) {
   auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
   if (!init_logging(*config)) return kExitConfig;
+  for (const auto& warning : security_warnings(*config)) spdlog::warn("{}", warning);
   const std::string instance_id =
       config->leases.instance_id.empty() ? default_instance_id() : config->leases.instance_id;
   Dispatcher dispatcher(*config, instance_id, signals);

@@ -16,6 +16,6 @@ void read_log(MapReader& root, LogConfig& out);
 void read_http(MapReader& root, HttpConfig& out);
 
 // password / password_file of a section: at most one of them; the file is read here.
-void read_password(MapReader& section, std::string& out);
+void read_password(MapReader& section, std::string& out, std::string& file_out);
 
 }  // namespace outboxd::config

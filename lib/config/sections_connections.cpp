@@ -67,7 +67,7 @@ void read_tls(MapReader& broker, TlsConfig& out) {
 
 }  // namespace
 
-void read_password(MapReader& section, std::string& out) {
+void read_password(MapReader& section, std::string& out, std::string& file_out) {
   std::string password;
   std::string file;
   std::string written;
@@ -85,6 +85,7 @@ void read_password(MapReader& section, std::string& out) {
     return;
   }
   out = std::move(content).value();
+  file_out = std::move(file);
 }
 
 void read_database(MapReader& root, DatabaseConfig& out) {
@@ -93,7 +94,7 @@ void read_database(MapReader& root, DatabaseConfig& out) {
     const auto target = parse_pg_url(out.url);
     if (!target) database.report("url", target.error().message);
   }
-  read_password(database, out.password);
+  read_password(database, out.password, out.password_file);
   database.millis("connect_timeout_ms", out.connect_timeout, kConnectTimeoutMs);
   database.millis("statement_timeout_ms", out.statement_timeout, kStatementTimeoutMs);
   database.millis("reconnect_min_ms", out.reconnect_min, kReconnectMinMs);
@@ -121,7 +122,7 @@ void read_broker(MapReader& root, BrokerConfig& out) {
   if (broker.nonempty_text("username", out.username) && has_control_characters(out.username)) {
     broker.report("username", "must not contain control characters");
   }
-  read_password(broker, out.password);
+  read_password(broker, out.password, out.password_file);
   read_sasl_mechanisms(broker, out.sasl_mechanisms);
   broker.boolean("allow_insecure_plain", out.allow_insecure_plain);
   read_tls(broker, out.tls);
