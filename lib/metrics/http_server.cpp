@@ -129,7 +129,9 @@ void HttpServer::Impl::run() {
   std::vector<pollfd> polled;
   for (;;) {
     polled.assign({{wake_fd, POLLIN, 0}, {listen_fd, POLLIN, 0}});
-    for (const Connection& c : connections) polled.push_back({c.fd, static_cast<short>(c.response.empty() ? POLLIN : POLLOUT), 0});
+    for (const Connection& c : connections) {
+      polled.push_back({c.fd, static_cast<short>(c.response.empty() ? POLLIN : POLLOUT), 0});
+    }
     int timeout_ms = -1;
     if (!connections.empty()) {
       const auto until = connections.front().deadline - Clock::now();
