@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <exception>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kMetricsContentType = "text/plain; version=0.0.4";
 constexpr int kListenBacklog = 64;
+constexpr std::chrono::milliseconds kAcceptPause{100};
 
 std::string errno_text(int error) { return std::system_category().message(error); }
 
@@ -62,6 +64,7 @@ struct HttpServer::Impl {
 
   core::Result<int> bind_and_listen(const ListenAddress& address);
   void run();
+  int poll_timeout_ms(bool accepting) const;
   void accept_all();
   void service(Connection& connection, short revents);
   void read_head(Connection& connection);
@@ -78,6 +81,7 @@ struct HttpServer::Impl {
   std::atomic<int> port{0};
   bool started = false;  // by a successful start(); owner thread only
   std::vector<Connection> connections;  // the loop thread's alone, oldest first
+  Clock::time_point accept_paused_until;  // the loop thread's alone
 };
 
 // Every address the host resolves to is tried in turn, as a dual-stack
@@ -128,17 +132,12 @@ core::Result<int> HttpServer::Impl::bind_and_listen(const ListenAddress& address
 void HttpServer::Impl::run() {
   std::vector<pollfd> polled;
   for (;;) {
-    polled.assign({{wake_fd, POLLIN, 0}, {listen_fd, POLLIN, 0}});
+    const bool accepting = Clock::now() >= accept_paused_until;
+    polled.assign({{wake_fd, POLLIN, 0}, {listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0}});
     for (const Connection& c : connections) {
       polled.push_back({c.fd, static_cast<short>(c.response.empty() ? POLLIN : POLLOUT), 0});
     }
-    int timeout_ms = -1;
-    if (!connections.empty()) {
-      const auto until = connections.front().deadline - Clock::now();
-      timeout_ms = static_cast<int>(std::max<std::int64_t>(
-          0, std::chrono::ceil<std::chrono::milliseconds>(until).count()));
-    }
-    if (::poll(polled.data(), polled.size(), timeout_ms) < 0 && errno != EINTR) return;
+    if (::poll(polled.data(), polled.size(), poll_timeout_ms(accepting)) < 0 && errno != EINTR) return;
     if (polled[0].revents != 0) return;
 
     const auto now = Clock::now();
@@ -155,10 +154,27 @@ void HttpServer::Impl::run() {
   }
 }
 
+// Until the oldest connection's deadline, or the end of a pause in accepting.
+int HttpServer::Impl::poll_timeout_ms(bool accepting) const {
+  std::optional<Clock::time_point> wake;
+  if (!connections.empty()) wake = connections.front().deadline;
+  if (!accepting && (!wake || accept_paused_until < *wake)) wake = accept_paused_until;
+  if (!wake) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - Clock::now()).count();
+  return static_cast<int>(std::max<std::int64_t>(0, left));
+}
+
 void HttpServer::Impl::accept_all() {
   for (;;) {
     const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN: none left; anything else: try at the next wake-up
+    if (fd < 0) {
+      // Out of descriptors, the pending connection stays queued and the
+      // socket readable: without a pause the loop would spin on it.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        accept_paused_until = Clock::now() + kAcceptPause;
+      }
+      return;  // EAGAIN: none left
+    }
     // At the cap the oldest connection, the likeliest to be stuck, makes room.
     if (connections.size() >= kMaxHttpConnections) {
       close_connection(connections.front());

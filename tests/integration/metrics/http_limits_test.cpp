@@ -4,8 +4,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <chrono>
 #include <fstream>
@@ -183,4 +186,44 @@ TEST_CASE("Request heads past the size limit are refused", "[metrics][http][limi
 
   CHECK(round_trip(port, "garbage\r\n\r\n").rfind("HTTP/1.1 400 ", 0) == 0);
   CHECK(round_trip(port, "GET /healthz HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 200 ", 0) == 0);
+}
+
+TEST_CASE("Running out of file descriptors pauses accepting instead of spinning", "[metrics][http][limits]") {
+  Served served;
+  const int port = served.server.port();
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  std::vector<int> clients;
+  for (int i = 0; i < 6; ++i) clients.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+
+  // Room for one more descriptor: the server accepts one connection, then
+  // accept fails with EMFILE while five more wait in the backlog.
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  const auto open_now = static_cast<rlim_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                                          std::filesystem::directory_iterator{}));
+  rlimit tight = old;
+  tight.rlim_cur = open_now;  // the iterator's own descriptor is closed again: one free
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  for (const int fd : clients) ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(milliseconds(500));
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &old) == 0);
+  const auto cpu_us = [](const rusage& u) {
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000L + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
+  };
+  CHECK(cpu_us(after) - cpu_us(before) < 200000);
+
+  // With descriptors back, the waiting connections are served.
+  for (const int fd : clients) send_all(fd, "GET /healthz HTTP/1.1\r\n\r\n");
+  for (const int fd : clients) {
+    CHECK(read_until_close(fd, milliseconds(2000)).rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    ::close(fd);
+  }
 }
