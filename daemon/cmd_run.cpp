@@ -5,10 +5,12 @@
 
 #include <string>
 
+#include "config/watchdog.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
 #include "daemon/dispatcher.hpp"
 #include "daemon/event_loop.hpp"
+#include "daemon/service_manager.hpp"
 
 namespace outboxd::daemon {
 
@@ -30,9 +32,15 @@ int cmd_run(const std::string& path) {
   if (!config) return kExitConfig;
   if (!init_logging(*config)) return kExitConfig;
   for (const auto& warning : security_warnings(*config)) spdlog::warn("{}", warning);
+  if (const auto watchdog = ServiceManager::watchdog_interval()) {
+    if (const auto conflict = config::watchdog_conflict(config->database, *watchdog)) {
+      spdlog::critical("configuration: {}", *conflict);
+      return kExitConfig;
+    }
+  }
   const std::string instance_id =
       config->leases.instance_id.empty() ? default_instance_id() : config->leases.instance_id;
-  Dispatcher dispatcher(*config, instance_id, signals);
+  Dispatcher dispatcher(std::move(*config), instance_id, signals);
   return dispatcher.run();
 }
 

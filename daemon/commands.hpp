@@ -27,5 +27,6 @@ int cmd_status(const std::string& path, bool json);
 int cmd_requeue(const std::string& path, const AdminTarget& target);
 int cmd_skip(const std::string& path, const AdminTarget& target);
 int cmd_run(const std::string& path);
+int cmd_healthcheck(const std::string& path);
 
 }  // namespace outboxd::daemon

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "config/secrets.hpp"
+
 namespace outboxd::daemon {
 
 DatabaseLink::DatabaseLink(const config::Config& config, std::string instance_id, const core::Clock& clock,
@@ -44,7 +46,7 @@ core::Status DatabaseLink::listen() {
 
 core::Status DatabaseLink::ensure_connected() {
   if (state_ == LinkState::up || clock_.now() < retry_at_) return {};
-  auto connection = pg::Connection::open(config_.database, "outboxd " + instance_id_);
+  auto connection = open_connection();
   core::Status ready = connection ? core::Status{} : core::Status{connection.error()};
   if (ready.ok()) {
     connection_.emplace(std::move(connection).value());
@@ -64,6 +66,18 @@ core::Status DatabaseLink::ensure_connected() {
   failures_ = 0;
   fresh_ = true;
   return {};
+}
+
+// The password file is read at every attempt, so a rotated password is used
+// from the next connection on; an unreadable file fails the attempt (retried).
+core::Result<pg::Connection> DatabaseLink::open_connection() const {
+  config::DatabaseConfig database = config_.database;
+  if (!database.password_file.empty()) {
+    auto password = config::read_secret_file(database.password_file, database.password_file);
+    if (!password) return core::transient_error("database.password_file: " + password.error().message);
+    database.password = std::move(password).value();
+  }
+  return pg::Connection::open(database, "outboxd " + instance_id_);
 }
 
 void DatabaseLink::lost(const core::Error& error) {

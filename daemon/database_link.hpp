@@ -44,6 +44,8 @@ class DatabaseLink {
   pg::LeaseStore& leases() { return *leases_; }
 
  private:
+  core::Result<pg::Connection> open_connection() const;
+
   const config::Config& config_;
   std::string instance_id_;
   const core::Clock& clock_;

@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <csignal>
-#include <cstring>
 
 namespace outboxd::daemon {
 
@@ -16,18 +14,6 @@ using std::chrono::milliseconds;
 // First look at transactions that were open when NOTIFY was armed; the delay
 // doubles up to the poll interval while they stay open.
 constexpr milliseconds kLateCommitCheck{10};
-
-dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
-  dispatch::PlannerPolicy policy;
-  policy.window = static_cast<std::size_t>(d.in_flight);
-  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
-  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
-  policy.max_attempts = d.max_attempts;
-  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
-  policy.release_retry = d.release_retry;
-  policy.releases_per_attempt = d.releases_per_attempt;
-  return policy;
-}
 
 // Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
 dispatch::WakeupPolicy::Settings wakeup_settings(const config::DispatchConfig& d) {
@@ -41,21 +27,33 @@ dispatch::RowRef row_ref(const core::OutboxMessage& row) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(const config::Config& config, std::string instance_id, SignalWatcher& signals)
-    : config_(config),
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
+  dispatch::PlannerPolicy policy;
+  policy.window = static_cast<std::size_t>(d.in_flight);
+  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
+  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.max_attempts = d.max_attempts;
+  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
+  policy.release_retry = d.release_retry;
+  policy.releases_per_attempt = d.releases_per_attempt;
+  return policy;
+}
+
+Dispatcher::Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals)
+    : config_(std::move(config)),
       instance_id_(std::move(instance_id)),
       metrics_(registry_),
       random_(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       signals_(signals),
       outcomes_(wakeup_),
-      planner_(planner_policy(config.dispatch), clock_, random_),
-      db_(config, instance_id_, clock_, random_),
-      leases_(config.leases, instance_id_, clock_),
-      publisher_(config.broker, config.broker.container_id.empty() ? instance_id_ : config.broker.container_id,
+      planner_(planner_policy(config_.dispatch), clock_, random_),
+      db_(config_, instance_id_, clock_, random_),
+      leases_(config_.leases, instance_id_, clock_),
+      publisher_(config_.broker, config_.broker.container_id.empty() ? instance_id_ : config_.broker.container_id,
                  outcomes_),
       service_(clock_),
-      late_commits_(kLateCommitCheck, config.dispatch.poll_interval),
-      wakeup_policy_(wakeup_settings(config.dispatch), clock_.now()) {}
+      late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
+      wakeup_policy_(wakeup_settings(config_.dispatch), clock_.now()) {}
 
 int Dispatcher::run() {
   spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
@@ -82,7 +80,8 @@ int Dispatcher::run() {
   const auto now = clock_.now();
   next_poll_ = now + config_.dispatch.poll_interval;
   next_purge_ = now;
-  next_stats_ = now + config_.dispatch.stats_interval;
+  schedule_stats(now);
+  report_status(false);
   while (!exit_code_) {
     handle_signals();
     apply_outcomes();
@@ -99,6 +98,8 @@ int Dispatcher::run() {
     purge_finished();
     log_stats();
     if (stopping_ && finished_stopping()) break;
+    announce_ready();
+    report_status(false);
     service_.keep_alive();
     update_health();
     sleep_until_next_event();
@@ -117,26 +118,6 @@ int Dispatcher::run() {
   }
   spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
   return exit_code_.value_or(0);
-}
-
-void Dispatcher::handle_signals() {
-  for (const int signal : signals_.take()) {
-    if (signal == SIGHUP) {
-      spdlog::info("SIGHUP: logs go to stderr, nothing to reopen; restart to apply configuration changes");
-      continue;
-    }
-    if (!stopping_) {
-      spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
-                   config_.dispatch.shutdown_timeout.count(), planner_.in_flight());
-      stopping_ = true;
-      health_.stopping = true;
-      service_.stopping();
-      stop_deadline_ = clock_.now() + config_.dispatch.shutdown_timeout;
-    } else {
-      spdlog::warn("{} again: stopping now", strsignal(signal));
-      stop_deadline_ = clock_.now();
-    }
-  }
 }
 
 void Dispatcher::apply_outcomes() {
@@ -181,12 +162,8 @@ void Dispatcher::apply_outcomes() {
 core::Status Dispatcher::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
-    if (!announced_ready_) {
-      service_.ready();
-      announced_ready_ = true;
-    }
     backlog_ = true;
-    restart_pass();
+    pass_.restart();
     idle_ = false;
     late_commits_.clear();
     leases_.force_renewal();
@@ -255,7 +232,7 @@ void Dispatcher::persist_decisions() {
         return row != rows_.end() && row->second.message.due_at.has_value();
       })) {
     backlog_ = true;
-    if (!held_in_pass_.empty()) restart_pass();
+    if (pass_.passed_over_any()) pass_.restart();
   }
   totals_.dispatched += writes.dispatched.size();
   metrics_.dispatched.inc(writes.dispatched.size());
@@ -281,7 +258,7 @@ void Dispatcher::keep_leases() {
   if (!stopped.empty()) forget_rows(planner_.take_forgotten());
   if (!gained.empty()) {
     // Rows of a new partition may lie below the cursor of the current pass.
-    restart_pass();
+    pass_.restart();
     backlog_ = true;
   }
   release_drained();
@@ -310,7 +287,7 @@ void Dispatcher::claim_rows() {
   const auto room = planner_.claim_room();
   const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
   const auto started = clock_.now();
-  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), cursor_,
+  auto claimed = db_.store().claim(leases_.partitions(), static_cast<int>(std::min(room, batch)), pass_.cursor(),
                                    claimable_known_rows());
   if (!claimed) return fail_database(claimed.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
@@ -318,14 +295,11 @@ void Dispatcher::claim_rows() {
   // A row held back behind a due timeout is passed over by this pass; its
   // session's later rows must wait for the next pass too, or they would
   // overtake it once the timeout is marked.
-  for (const auto& [id, session] : result.held_back) {
-    const auto [at, inserted] = held_in_pass_.try_emplace(session, id);
-    if (!inserted) at->second = std::min(at->second, id);
-  }
+  for (const auto& [id, session] : result.held_back) pass_.pass_over(id, session);
   std::vector<dispatch::RowRef> refs;
   refs.reserve(result.rows.size());
   for (auto& row : result.rows) {
-    if (planner_.knows(row.id) || held_in_pass(row)) continue;
+    if (planner_.knows(row.id) || pass_.waits(row.id, row.session_id)) continue;
     refs.push_back(row_ref(row));
     const auto due_since = started - row.due_for;
     rows_.insert_or_assign(row.id, KnownRow{std::move(row), due_since});
@@ -336,14 +310,7 @@ void Dispatcher::claim_rows() {
     if (!planner_.knows(ref.id)) rows_.erase(ref.id);
   }
   wakeup_policy_.on_claim(result.rows.size(), clock_.now());
-  // A pass over the immediate rows ends with a batch that is not full; the
-  // next starts from the beginning, so a transaction that committed late with
-  // a lower id is found then.
-  if (result.immediate_full) {
-    cursor_ = result.last_immediate_id;
-  } else {
-    restart_pass();
-  }
+  pass_.on_claim(result.immediate_full, result.last_immediate_id);
   if (result.more()) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
     if (idle_) arm_wakeup(false);
@@ -359,28 +326,15 @@ void Dispatcher::claim_rows() {
   }
 }
 
-// The next claim reads the backlog from its lowest id again, and with it the
-// rows a held-back row's session gave up in this pass.
-void Dispatcher::restart_pass() {
-  cursor_ = 0;
-  held_in_pass_.clear();
-}
-
 // The rows we know that the claim could return again: immediate rows ahead of
 // the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
 // by the claim, they cost it nothing and leave its batch to new rows.
 std::vector<core::RowId> Dispatcher::claimable_known_rows() const {
   std::vector<core::RowId> ids;
   for (const auto& [id, known] : rows_) {
-    if (id > cursor_ || known.message.due_at) ids.push_back(id);
+    if (id > pass_.cursor() || known.message.due_at) ids.push_back(id);
   }
   return ids;
-}
-
-bool Dispatcher::held_in_pass(const core::OutboxMessage& row) const {
-  if (held_in_pass_.empty() || !row.session_id) return false;
-  const auto held = held_in_pass_.find(*row.session_id);
-  return held != held_in_pass_.end() && row.id > held->second;
 }
 
 void Dispatcher::publish_ready() {
@@ -425,6 +379,7 @@ void Dispatcher::purge_finished() {
 void Dispatcher::log_stats() {
   const auto now = clock_.now();
   if (now < next_stats_) return;
+  report_status(true);
   const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
   const auto delta = totals_.dispatched - last_stats_.dispatched;
   if (delta > 0 || planner_.in_flight() > 0 || planner_.buffered() > 0) {
@@ -433,7 +388,13 @@ void Dispatcher::log_stats() {
                  totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
   }
   last_stats_ = totals_;
-  next_stats_ = now + config_.dispatch.stats_interval;
+  schedule_stats(now);
+}
+
+// stats_interval_ms 0 turns the stats line off (and its status refresh).
+void Dispatcher::schedule_stats(core::SteadyTime now) {
+  const auto interval = config_.dispatch.stats_interval;
+  next_stats_ = interval.count() > 0 ? now + interval : core::SteadyTime::max();
 }
 
 // From the moment a row became due (its claim's start less how long the

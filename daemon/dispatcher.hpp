@@ -10,6 +10,7 @@
 
 #include "amqp/publisher.hpp"
 #include "config/config.hpp"
+#include "config/reload.hpp"
 #include "core/clock.hpp"
 #include "daemon/database_link.hpp"
 #include "daemon/dispatcher_metrics.hpp"
@@ -17,6 +18,7 @@
 #include "daemon/lease_keeper.hpp"
 #include "daemon/outcome_queue.hpp"
 #include "daemon/service_manager.hpp"
+#include "dispatch/claim_pass.hpp"
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/wakeup_policy.hpp"
@@ -26,9 +28,14 @@
 
 namespace outboxd::daemon {
 
+// The planner's policy from the dispatch section, at start and after a reload.
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
+
 class Dispatcher {
  public:
-  Dispatcher(const config::Config& config, std::string instance_id, SignalWatcher& signals);
+  // The dispatcher owns the running configuration: a reload (SIGHUP) changes
+  // the parts that can change at run time; its other parts stay as started.
+  Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals);
 
   // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero).
   int run();
@@ -39,6 +46,11 @@ class Dispatcher {
 
   // One loop iteration, in order.
   void handle_signals();
+  void reload();
+  void apply_reload(config::ReloadPlan plan);
+  void announce_ready();
+  void report_status(bool refresh);
+  void schedule_stats(core::SteadyTime now);
   void apply_outcomes();
   core::Status keep_database();
   void persist_decisions();
@@ -52,8 +64,6 @@ class Dispatcher {
   void update_health();
 
   bool finished_stopping() const;
-  bool held_in_pass(const core::OutboxMessage& row) const;
-  void restart_pass();
   std::vector<core::RowId> claimable_known_rows() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
@@ -63,7 +73,7 @@ class Dispatcher {
   void check_late_commits();
   std::chrono::milliseconds sleep_budget();
 
-  const config::Config& config_;
+  config::Config config_;
   std::string instance_id_;
   metrics::Registry registry_;
   metrics::Health health_;
@@ -89,13 +99,10 @@ class Dispatcher {
   };
   std::unordered_map<core::RowId, KnownRow> rows_;
 
-  // Claim bookkeeping: `backlog_` means a claim may find rows; `cursor_` is
-  // where the current pass over immediate rows continues (0: from the start).
+  // Claim bookkeeping: `backlog_` means a claim may find rows; `pass_` is
+  // where the current pass over immediate rows stands.
   bool backlog_ = true;
-  core::RowId cursor_ = 0;
-  // Sessions with a row held back in the current pass, and its lowest id:
-  // their later rows wait for the next pass (see claim_rows()).
-  std::unordered_map<std::string, core::RowId> held_in_pass_;
+  dispatch::ClaimPass pass_;
   bool idle_ = false;            // marked idle in the database (NOTIFY armed)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour

@@ -21,6 +21,8 @@ PACKAGES=(
   # Called by scripts/services.sh beyond Debian's essential set: ss, and the
   # Artemis download over https.
   iproute2 curl ca-certificates
+  # The container test (tests/container) builds and runs the image with these.
+  podman buildah runc uidmap debootstrap
 )
 
 usage() { echo "usage: scripts/setup.sh [--release] [--target T]... [--no-build]" >&2; exit 2; }

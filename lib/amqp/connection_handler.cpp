@@ -9,6 +9,7 @@
 
 #include "amqp/destination.hpp"
 #include "amqp/message_mapping.hpp"
+#include "config/secrets.hpp"
 #include "core/safe_text.hpp"
 
 namespace outboxd::amqp {
@@ -67,10 +68,19 @@ void ConnectionHandler::on_container_start(proton::container& container) {
   guarded("connect", [this] { connect(); });
 }
 
+// The password file is read at every attempt, so a rotated password is used
+// from the next connection on. An unreadable file fails the attempt like a
+// refused connection (the reason names the file, never its contents).
 void ConnectionHandler::connect() {
   state_ = State::connecting;
   attempt_started_ = now();
-  connection_ = container_->connect(settings_.url, options_);
+  proton::connection_options options = options_;
+  if (!broker_.password_file.empty()) {
+    auto password = config::read_secret_file(broker_.password_file, broker_.password_file);
+    if (!password) return connection_lost("broker.password_file: " + password.error().message, false);
+    options.password(password.value());
+  }
+  connection_ = container_->connect(settings_.url, options);
   arm_timer();
 }
 

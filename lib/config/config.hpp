@@ -29,7 +29,7 @@ struct TlsConfig {
 struct DatabaseConfig {
   std::string url;                // libpq URI or conninfo (required)
   std::string password;           // from password or password_file; never logged
-  std::string password_file;      // the file it came from, resolved; empty: none
+  std::string password_file;      // resolved path, read again at every connect; empty: none
   milliseconds connect_timeout{5000};
   milliseconds statement_timeout{30000};
   milliseconds reconnect_min{100};
@@ -45,7 +45,7 @@ struct BrokerConfig {
   BrokerProfile profile = BrokerProfile::generic;
   std::string username;           // empty: ANONYMOUS
   std::string password;           // from password or password_file; never logged
-  std::string password_file;      // the file it came from, resolved; empty: none
+  std::string password_file;      // resolved path, read again at every connect; empty: none
   std::vector<std::string> sasl_mechanisms;  // empty: PLAIN with username, else ANONYMOUS
   bool allow_insecure_plain = false;         // silence the PLAIN-over-TCP warning
   TlsConfig tls;

@@ -15,7 +15,8 @@ void read_leases(MapReader& root, LeaseConfig& out);
 void read_log(MapReader& root, LogConfig& out);
 void read_http(MapReader& root, HttpConfig& out);
 
-// password / password_file of a section: at most one of them; the file is read here.
+// password / password_file of a section: at most one of them; the file is read
+// here (so that check-config finds a bad one) and its resolved path kept in `file_out`.
 void read_password(MapReader& section, std::string& out, std::string& file_out);
 
 }  // namespace outboxd::config

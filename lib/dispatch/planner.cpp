@@ -25,6 +25,11 @@ Planner::Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSou
   rows_.reserve(policy_.max_buffered);
 }
 
+void Planner::set_policy(PlannerPolicy policy) {
+  policy_ = normalized(std::move(policy));
+  backoff_ = Backoff(policy_.backoff);
+}
+
 std::size_t Planner::add(const std::vector<RowRef>& claimed) {
   const core::SteadyTime now = clock_.now();
   std::size_t added = 0;

@@ -85,6 +85,12 @@ class Planner {
 
   Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random);
 
+  // A new policy (a configuration reload) for every decision from now on.
+  // Rows already in flight stay so, also above a smaller window or per-session
+  // limit: new rows wait until the counts fall below the new limits. Retry
+  // times already set are kept; later failures use the new backoff.
+  void set_policy(PlannerPolicy policy);
+
   // Ignores ids it already knows (buffered, in flight, or with a write not
   // yet persisted: accepted, failed, parked) and rows of a session whose park
   // is not yet persisted.
@@ -186,10 +192,10 @@ class Planner {
   bool orphaned(const Row& row) const;
   void prune_timers();
 
-  const PlannerPolicy policy_;
+  PlannerPolicy policy_;
   const core::Clock& clock_;
   core::RandomSource& random_;
-  const Backoff backoff_;
+  Backoff backoff_;
 
   RowMap rows_;                                         // buffered and in flight
   std::unordered_map<std::string, Session> sessions_;   // sessions with rows, in flight or parked

@@ -1,12 +1,14 @@
-"""The database refusing the daemon for a while: the daemon waits without spinning, then carries on."""
+"""The database refusing or blocking the daemon for a while: it waits without spinning, /healthz tells, then it carries on."""
 
 import os
 import time
+import urllib.error
+import urllib.request
 
 import psycopg2
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, run_cli, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, Peer, enqueue, free_port, run_cli, unique, wait_until, write_config
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -74,3 +76,38 @@ def test_database_unreachable_waits_without_spinning(workdir, database, rabbitmq
         shut_out(database, allowed=True)
         assert daemon.stop() == 0, daemon.log()
         consumer.close()
+
+
+def healthz(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+            return reply.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:  # not listening yet
+        return None
+
+
+def test_healthz_turns_503_when_the_loop_is_stuck_longer_than_the_poll_interval_plus_30_s(workdir, database):
+    # docs/metrics.md: /healthz is 200 while the loop turns, 503 once it has not for poll interval + 30 s.
+    peer = Peer(workdir)
+    port = free_port()
+    path = write_config(f"{workdir}/outboxd.yaml", database, peer, http={"listen": f"127.0.0.1:{port}"},
+                        database={"statement_timeout_ms": 120000}, dispatch={"poll_interval_ms": 1000})
+    run_cli("migrate", "-c", path)
+    daemon = Daemon(path).start()
+    try:
+        wait_until(lambda: healthz(port) == 200, timeout=20, what="/healthz 200")
+        with database.connect(autocommit=False) as locker, locker.cursor() as cur:
+            cur.execute("LOCK TABLE outbox.messages IN ACCESS EXCLUSIVE MODE")  # the next claim waits on it
+            locked = time.monotonic()
+            time.sleep(25)
+            assert healthz(port) == 200, "stale before poll interval + 30 s"
+            wait_until(lambda: healthz(port) == 503, timeout=15, interval=0.2, what="/healthz 503")
+            stale_after = time.monotonic() - locked
+            locker.rollback()
+        wait_until(lambda: healthz(port) == 200, timeout=10, what="/healthz 200 again")
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+        peer.stop()
+    assert 29.5 <= stale_after < 36, stale_after  # the last turn came up to one poll interval before the lock

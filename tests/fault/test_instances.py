@@ -1,4 +1,4 @@
-"""Several instances at once: fair leases, takeover after kill -9 and SIGSTOP, graceful scale-down."""
+"""Several instances at once: fair leases, takeover after kill -9 and SIGSTOP, graceful scale-down and scale-up."""
 
 import collections
 import os
@@ -279,3 +279,108 @@ def test_takeover_after_kill_9_takes_about_the_lease_time(workdir, database, rab
     print(f"instances takeover: takeover_s={takeover_s:.2f} lease_ttl_s={TTL_S} received={len(received)}")
     # The victim renewed at most renew_interval before dying; the heir notices at its next renewal.
     assert TTL_S - RENEW_S - 0.2 <= takeover_s <= TTL_S + RENEW_S + 0.5
+
+
+def audit_row_changes(database, refused_writer):
+    """Records every change of a row with the connection that made it (application_name 'outboxd <id>')
+    and its partition's lease as that statement sees it; refuses every change by `refused_writer` until
+    public.refused_writers is emptied. A test-only trigger: the product installs nothing like it."""
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE public.row_changes (id bigint, old_status text, new_status text, writer text, "
+                    "lease_owner text, lease_expires timestamptz, at timestamptz)")
+        cur.execute("CREATE TABLE public.refused_writers (writer text)")
+        cur.execute("INSERT INTO public.refused_writers VALUES (%s)", (refused_writer,))
+        # SECURITY DEFINER: the daemon's role may lack any right on these tables.
+        cur.execute("CREATE FUNCTION public.audit_row_change() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
+                    "AS $$ DECLARE w text := current_setting('application_name'); l record; BEGIN "
+                    "IF EXISTS (SELECT 1 FROM public.refused_writers r WHERE r.writer = w) THEN "
+                    "RAISE EXCEPTION 'changes by % refused by the test', w USING ERRCODE = 'lock_not_available'; "
+                    "END IF; "
+                    "SELECT owner, expires_at INTO l FROM outbox.leases WHERE partition = OLD.partition; "
+                    "INSERT INTO public.row_changes VALUES (OLD.id, OLD.status, "
+                    "CASE WHEN TG_OP = 'DELETE' THEN 'deleted' ELSE NEW.status END, w, l.owner, l.expires_at, now()); "
+                    "IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $$")
+        cur.execute("CREATE TRIGGER audit_row_change BEFORE UPDATE OR DELETE ON outbox.messages "
+                    "FOR EACH ROW EXECUTE FUNCTION public.audit_row_change()")
+
+
+def test_rows_change_only_by_the_unexpired_lease_owner_of_their_partition(workdir, database):
+    """a's marks fail until it is paused, with every row accepted and none marked; b takes every
+    partition and publishes the rows again (its broker gives no credit yet, so it marks nothing);
+    a resumes and its marks reach the database while b holds the leases: the fence must leave b's
+    rows alone. Every change of a row is checked against its partition's lease at that instant."""
+    rows = 50
+    control = f"{workdir}/peer-b.control"
+    with open(control, "w") as f:
+        f.write("withhold")
+    peer_a, peer_b = Peer(workdir), Peer(workdir, "--credit", "100", "--control", control)
+    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer_a))
+    audit_row_changes(database, "outboxd fence-a")
+    a = Daemon(write_config(f"{workdir}/a.yaml", database, peer_a, retention={"mode": "keep"},
+                            leases={"instance_id": "fence-a", **SHORT_LEASES}), "fence-a")
+    b = Daemon(write_config(f"{workdir}/b.yaml", database, peer_b, retention={"mode": "keep"},
+                            leases={"instance_id": "fence-b", **SHORT_LEASES}), "fence-b")
+    try:
+        a.start()
+        wait_until(lambda: owners(database) == {"fence-a": 64}, timeout=30, what="a holds every partition")
+        fill(database, "fenced", rows, 10)
+        # Paused before its leases lapse (renewed within the last second, they last 3 s).
+        wait_until(lambda: sum(d["outcome"] == "accepted" for d in peer_a.deliveries()) == rows, timeout=20,
+                   interval=0.01, what="a's rows accepted (their marks refused)")
+        a.signal(signal.SIGSTOP)
+        database.query("DELETE FROM public.refused_writers")
+        b.start()
+        wait_until(lambda: owners(database) == {"fence-b": 64}, timeout=TTL_S + 10, what="b took every partition")
+        a.signal(signal.SIGCONT)
+        wait_until(lambda: "not recorded: lease lost" in a.log() or database.query(
+            "SELECT 1 FROM public.row_changes WHERE writer = 'outboxd fence-a'"), timeout=10, what="a's marks")
+        with open(control, "w") as f:
+            f.write("grant")
+        wait_until(lambda: pending(database) == 0, timeout=60, what="every row dispatched")
+    finally:
+        a.signal(signal.SIGCONT)
+        codes = [a.stop(), b.stop()]
+        peer_a.stop()
+        peer_b.stop()
+    assert codes == [0, 0], a.log()[-3000:] + b.log()[-3000:]
+    trespasses = database.query(
+        "SELECT id, old_status, new_status, writer, lease_owner, lease_expires, at FROM public.row_changes "
+        "WHERE old_status = 'pending' AND (writer IS DISTINCT FROM 'outboxd ' || lease_owner OR lease_expires <= at)")
+    assert not trespasses, f"{len(trespasses)} rows changed by an instance not holding their lease: {trespasses[:3]}"
+    changes = database.query("SELECT count(*) FROM public.row_changes WHERE old_status = 'pending'")[0][0]
+    assert changes >= rows
+
+
+def test_instances_joining_mid_drain_take_their_share_without_duplicates(workdir, database, rabbitmq):
+    # docs/design.md: surplus partitions are drained, then released, so a scale-up hands them over
+    # without duplicates.
+    rows, sessions = 20000, 200
+    queue = unique("instances-scaleup")
+    consumer = Consumer(rabbitmq, queue, credit=2000)
+    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, rabbitmq))
+    audit_leases(database)
+    daemons = [instance_config(workdir, database, rabbitmq, "up-0").start()]
+    try:
+        wait_until(lambda: owners(database) == {"up-0": 64}, timeout=30, what="one instance holding every partition")
+        fill(database, queue, rows, sessions)
+        wait_until(lambda: pending(database) < rows * 0.9, timeout=60, what="dispatch under way")
+        daemons += [instance_config(workdir, database, rabbitmq, f"up-{i}").start() for i in (1, 2)]
+        wait_until(lambda: len(owners(database)) == 3, timeout=30, interval=0.02, what="three instances sharing")
+        left_when_shared = pending(database)
+        wait_until(lambda: pending(database) == 0, timeout=120, what="backlog drained")
+        received = consumer.receive_all({f"m{i}" for i in range(rows)})
+    finally:
+        codes = [d.stop() for d in daemons]
+    consumer.close()
+    assert codes == [0, 0, 0], "\n".join(d.log()[-3000:] for d in daemons)
+    ids = collections.Counter(m.id for m in received)
+    lost = {f"m{i}" for i in range(rows)} - set(ids)
+    duplicates = sum(ids.values()) - rows
+    violations = first_arrival_violations((m.group_id, int(m.body)) for m in received)
+    print(f"instances scale-up: rows={rows} left_when_shared={left_when_shared} lost={len(lost)} "
+          f"order_violations={violations} duplicates={duplicates}")
+    assert left_when_shared > 0, "the backlog was gone before the new instances took partitions"
+    assert not lost
+    assert violations == 0
+    assert duplicates == 0
+    assert not double_owners(database)

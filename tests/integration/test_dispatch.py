@@ -2,6 +2,7 @@
 
 import datetime
 import json
+import threading
 import time
 import urllib.request
 
@@ -120,6 +121,45 @@ def test_scheduled_row_arrives_on_time_and_cancelled_never(workdir, database, br
     assert status == [("cancelled",)]
 
 
+def test_no_scheduled_row_goes_out_before_its_due_at_while_the_daemon_is_busy(workdir, database, broker):
+    """An immediate row every 20 ms keeps the daemon claiming: every one of those claims must leave
+    the scheduled rows alone until their due_at (an idle daemon would sleep until then instead)."""
+    queue, busy_queue = unique("due-busy"), unique("busy")
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker)
+    stop = threading.Event()
+    written = [0]
+
+    def keep_busy():
+        with database.connect() as conn, conn.cursor() as cur:
+            while not stop.wait(0.02):
+                enqueue(cur, busy_queue, f"busy-{written[0]}", b"x")
+                written[0] += 1
+
+    writer = threading.Thread(target=keep_busy, daemon=True)
+    writer.start()
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT now()")
+            now = cur.fetchone()[0]
+            due = {f"due-{k}": now + datetime.timedelta(milliseconds=1200 + 100 * k) for k in range(8)}
+            for message_id, due_at in due.items():
+                enqueue(cur, queue, message_id, b"x", due_at=due_at)
+        received = consumer.receive(len(due), timeout=15)
+        arrivals = {m.id: t for t, m in consumer.received}
+    finally:
+        stop.set()
+        writer.join()
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    left = database.query("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
+                          (busy_queue,))[0][0]
+    assert written[0] > 50 and left < 10, f"the busy rows did not flow: {left} of {written[0]} left"
+    assert sorted(m.id for m in received) == sorted(due)
+    early = {i: round(due[i].timestamp() - t, 3) for i, t in arrivals.items() if t < due[i].timestamp() - 0.002}
+    assert not early, f"seconds before due_at: {early}"
+
+
 def small_batches(workdir, database, broker, **dispatch):
     """A migrated config whose claims take 10 rows and whose poll never comes during a test."""
     config = write_config(f"{workdir}/outboxd.yaml", database, broker,
@@ -202,6 +242,37 @@ def test_a_row_held_back_behind_a_timeout_goes_out_when_the_timeout_is_marked_no
     assert held - timeout < 100, f"the held-back row arrived {held - timeout} messages after its timeout"
 
 
+def test_retention_keep_purges_dispatched_rows_after_keep_for_and_never_a_row_not_dispatched(workdir, database):
+    rabbitmq = Broker("rabbitmq")
+    queue = unique("retention")
+    consumer = Consumer(rabbitmq, queue)
+    daemon = start_daemon(workdir, database, rabbitmq,
+                          retention={"mode": "keep", "keep_for_s": 2, "purge_interval_ms": 100})
+
+    def statuses():
+        return dict(database.query("SELECT message_id, status FROM outbox.messages"))
+
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            # Old rows not dispatched: purging looks at when a row finished, never at its age.
+            cur.execute("INSERT INTO outbox.messages (message_id, destination, session_id, created_at, due_at, status, "
+                        "attempts) VALUES ('old-parked', %s, 'p', now() - interval '1 day', now() - interval '1 day', "
+                        "'parked', 3), ('old-scheduled', %s, 'q', now() - interval '1 day', now() + interval '1 hour', "
+                        "'pending', 0)", (queue, queue))
+            for i in range(5):
+                enqueue(cur, queue, f"sent-{i}", b"x")
+        assert len(consumer.receive(5, timeout=20)) == 5
+        wait_until(lambda: list(statuses().values()).count("dispatched") == 5, what="5 rows marked, none purged yet")
+        time.sleep(1.0)  # purges ran every 100 ms meanwhile
+        kept = statuses()
+        wait_until(lambda: "sent-0" not in statuses(), timeout=10, what="dispatched rows purged after keep_for")
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert sorted(kept.values()).count("dispatched") == 5, f"purged before keep_for passed: {kept}"
+    assert statuses() == {"old-parked": "parked", "old-scheduled": "pending"}
+
+
 def scrape(port):
     """The daemon's /metrics as {'name{labels}': value}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
@@ -247,6 +318,29 @@ def test_metrics_count_outcomes_and_time_each_row_from_when_it_fell_due(workdir,
         assert metrics[f'outboxd_dispatch_delay_seconds_bucket{{until="{until}",le="2.5"}}'] == 21, until
     assert (metrics['outboxd_dispatch_delay_seconds_sum{until="publish"}']
             <= metrics['outboxd_dispatch_delay_seconds_sum{until="accept"}'])
+
+
+def healthcheck(config):
+    result = run_cli("healthcheck", "-c", config, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_healthcheck_command_asks_the_running_daemons_healthz(workdir, database):
+    rabbitmq = Broker("rabbitmq")
+    port = free_port()
+    config = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq, http={"listen": f"0.0.0.0:{port}"})
+    run_cli("migrate", "-c", config)
+    assert healthcheck(config)[0] == 1, "healthy before the daemon started"
+    daemon = Daemon(config).start()
+    try:
+        wait_until(lambda: healthcheck(config)[0] == 0, what="outboxd healthcheck exits 0")
+        assert healthcheck(config)[1] == "ok\n"
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    code, output = healthcheck(config)
+    assert code == 1 and f"GET http://127.0.0.1:{port}/healthz: " in output, output
+    no_http = write_config(f"{workdir}/no-http.yaml", database, rabbitmq)
+    assert healthcheck(no_http) == (1, f"healthcheck: http.listen is empty in {no_http}, so the daemon serves no /healthz\n")
 
 
 def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
@@ -325,6 +419,38 @@ def test_a_writer_whose_snapshot_predates_the_arming_is_found_without_waiting_fo
     message, waited = late_writer(workdir, database, broker, queue, before_daemon=take_snapshot,
                                   after_arming=lambda cur: enqueue(cur, queue, "snap-1", b"x"))
     assert message.id == "snap-1"
+    assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
+
+
+def test_a_row_that_commits_late_below_the_cursor_of_a_long_pass_goes_out_at_the_next_claim(
+        workdir, database, broker):
+    """A writer holds a low id open while 35 rows above it commit and go out in four claims of 10;
+    the fourth is short, so the next claim starts from the lowest id again and finds the late row."""
+    queue = unique("late-low")
+    consumer = Consumer(broker, queue)
+    config = small_batches(workdir, database, broker, poll_interval_ms=1000)
+    writer = database.connect(autocommit=False)
+    try:
+        with writer.cursor() as cur:
+            enqueue(cur, queue, "late-low", b"x")
+        with database.connect() as conn, conn.cursor() as cur:
+            for i in range(35):
+                enqueue(cur, queue, f"backlog-{i}", b"x")
+        daemon = Daemon(config).start()
+        try:
+            assert len(consumer.receive(35, timeout=20)) == 35
+            time.sleep(0.5)  # the pass ended; claims (poll, late-commit checks) go on
+            writer.commit()
+            committed = time.time()
+            late = consumer.receive(1, timeout=8)
+            waited = consumer.received[-1][0] - committed
+        finally:
+            assert daemon.stop() == 0, daemon.log()
+    finally:
+        writer.close()
+        consumer.close()
+    assert [m.id for m in late] == ["late-low"], "the late row below the cursor was not claimed"
+    # The next claim after the commit: a late-commit check or the 1 s poll.
     assert waited < 2.5, f"arrived {waited:.3f}s after the commit"
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile.
+# Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile, the library layering.
 #
 # Usage: tests/packaging/check.sh [path/to/outboxd]   (default: build/daemon/outboxd)
-# Docker cannot run here, so the Dockerfile is checked by reading it: its packages exist in
-# Debian 12 and its runtime stage installs every library the binary links against.
+# The Dockerfile is checked by reading it: its packages exist in Debian 12, its runtime stage
+# installs every library the binary links against, its bases are pinned and its HEALTHCHECK
+# runs outboxd's own. tests/container/run.sh builds and runs the image itself.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/../.."
 binary=${1:-build/daemon/outboxd}
@@ -23,7 +24,7 @@ check() {
 }
 
 shellcheck_scripts() {
-  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh
+  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh
 }
 
 # systemd-analyze needs the ExecStart binary to exist, so a copy of the unit points at the
@@ -44,6 +45,50 @@ systemd_unit() {
   out=$(systemd-analyze security --offline=yes --threshold=20 "$dir/outboxd.service" 2>&1) ||
     { echo "$out" | grep -v '^✓'; rm -rf "$dir"; return 1; }
   rm -rf "$dir"
+}
+
+# A time span of the unit in whole seconds: "90", "90s" or "2min".
+unit_seconds() {
+  local value
+  value=$(sed -n "s/^$1=//p" systemd/outboxd.service)
+  case $value in
+    *min) [[ ${value%min} =~ ^[0-9]+$ ]] && echo $((${value%min} * 60)) ;;
+    *s) [[ ${value%s} =~ ^[0-9]+$ ]] && echo "${value%s}" ;;
+    *) [[ $value =~ ^[0-9]+$ ]] && echo "$value" ;;
+  esac
+}
+
+# The default of a key as config/outboxd.yaml documents it (an uncommented "  key: N" line).
+documented_default() {
+  local values
+  values=$(sed -n "s/^  $1: \([0-9][0-9]*\)\$/\1/p" config/outboxd.yaml)
+  [[ $values =~ ^[0-9]+$ ]] && echo "$values"
+}
+
+# The unit against what the daemon does with the documented defaults: a configuration error
+# (exit 78) is not restarted; a statement waiting on a lock, statement_timeout_ms plus
+# connect_timeout_ms (whole seconds, as libpq applies it), stays within 40% of WatchdogSec, the
+# rule `outboxd run` enforces; TimeoutStopSec leaves shutdown_timeout_ms 10 s for the rest.
+systemd_unit_agrees() {
+  local watchdog stop statement connect shutdown bad=0
+  grep -qx 'Restart=on-failure' systemd/outboxd.service || { echo "Restart=on-failure missing"; bad=1; }
+  grep -qE '^RestartPreventExitStatus=(.* )?78( .*)?$' systemd/outboxd.service ||
+    { echo "RestartPreventExitStatus=78 missing: a configuration error would be restarted forever"; bad=1; }
+  grep -q 'kExitConfig = 78;' daemon/commands.hpp || { echo "daemon/commands.hpp: kExitConfig is not 78"; bad=1; }
+  watchdog=$(unit_seconds WatchdogSec) || { echo "cannot read WatchdogSec"; return 1; }
+  stop=$(unit_seconds TimeoutStopSec) || { echo "cannot read TimeoutStopSec"; return 1; }
+  statement=$(documented_default statement_timeout_ms) || { echo "no default statement_timeout_ms"; return 1; }
+  connect=$(documented_default connect_timeout_ms) || { echo "no default connect_timeout_ms"; return 1; }
+  shutdown=$(documented_default shutdown_timeout_ms) || { echo "no default shutdown_timeout_ms"; return 1; }
+  if ((statement == 0 || (statement + (connect + 999) / 1000 * 1000) * 5 > watchdog * 1000 * 2)); then
+    echo "WatchdogSec=$watchdog is too short for statement_timeout_ms $statement + connect_timeout_ms $connect"
+    bad=1
+  fi
+  if ((stop * 1000 < shutdown + 10000)); then
+    echo "TimeoutStopSec=$stop leaves shutdown_timeout_ms $shutdown less than 10 s to release leases and close"
+    bad=1
+  fi
+  return "$bad"
 }
 
 # Package names that the apt-get install of the Dockerfile stage number $1 (1, 2, ...) installs.
@@ -92,10 +137,59 @@ docker_copy_sources() {
   return "$bad"
 }
 
-check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh" shellcheck_scripts
+# Every FROM names an exact base: a dated tag (debian:bookworm-20250520[-slim]) or a digest,
+# never a moving one such as debian:12, bookworm-slim or latest; earlier stages may be named.
+docker_from_pinned() {
+  local image stages=" " bad=0
+  while read -r image alias; do
+    if [[ $stages == *" $image "* ]]; then
+      :
+    elif [[ ! $image =~ @sha256:[0-9a-f]{64}$ && ! $image =~ ^[a-z0-9./-]+:[a-z]+-[0-9]{8}(-slim)?$ ]]; then
+      echo "FROM $image: not an exact tag (like debian:bookworm-20250520) or digest"; bad=1
+    fi
+    [[ -z $alias ]] || stages+="$alias "
+  done < <(awk 'toupper($1) == "FROM" { print $2, (toupper($3) == "AS" ? $4 : "") }' Dockerfile)
+  return "$bad"
+}
+
+# The last stage has one HEALTHCHECK: outboxd's own subcommand (no curl in the image), reading
+# the config that the default command runs with; and the binary has that subcommand.
+docker_healthcheck() {
+  local last health run_config
+  last=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' Dockerfile | awk '/^FROM /{ s = "" } { s = s $0 "\n" } END { printf "%s", s }')
+  health=$(grep '^HEALTHCHECK ' <<<"$last" || true)
+  [[ $(grep -c . <<<"$health") == 1 ]] || { echo "the runtime stage needs exactly one HEALTHCHECK"; return 1; }
+  [[ $health == *'CMD ["/usr/local/bin/outboxd", "healthcheck", "-c", '* ]] ||
+    { echo "HEALTHCHECK must run [\"/usr/local/bin/outboxd\", \"healthcheck\", \"-c\", ...]: $health"; return 1; }
+  run_config=$(sed -n 's/^CMD \["run", "-c", \("[^"]*"\)\]$/\1/p' <<<"$last")
+  [[ -n $run_config && $health == *"\"healthcheck\", \"-c\", $run_config]"* ]] ||
+    { echo "HEALTHCHECK reads another config than CMD [\"run\", \"-c\", $run_config]: $health"; return 1; }
+  [[ -x $binary ]] || { echo "no $binary: build first"; return 1; }
+  "$binary" healthcheck --help >/dev/null || { echo "$binary has no healthcheck subcommand"; return 1; }
+}
+
+# docs/design.md's link graph, which one include path for all of lib/ does not enforce: core and
+# dispatch include only each other and the standard library (no I/O headers), pg and amqp never
+# include each other.
+library_layering() {
+  local bad=0 found
+  found=$(grep -rHn '#include' lib/core lib/dispatch |
+    grep -vE '#include ("(core|dispatch)/[a-z_]+\.hpp"|<[a-z_]+>)' || true)
+  found+=$(grep -rHnE '#include <(iostream|fstream|cstdio|filesystem|thread)>' lib/core lib/dispatch || true)
+  [ -z "$found" ] || { echo "core/dispatch include more than themselves and pure std headers:"; echo "$found"; bad=1; }
+  found=$(grep -rHn '#include "amqp/' lib/pg || true)$(grep -rHn '#include "pg/' lib/amqp || true)
+  [ -z "$found" ] || { echo "pg and amqp include each other:"; echo "$found"; bad=1; }
+  return $bad
+}
+
+check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
+check "systemd unit agrees with the daemon (exit 78, watchdog, stop timeout)" systemd_unit_agrees
 check "Dockerfile packages exist in Debian 12" docker_packages_exist
 check "Dockerfile runtime stage has every linked library" docker_runtime_libs
 check "Dockerfile COPY sources exist" docker_copy_sources
+check "Dockerfile FROM lines name exact tags or digests" docker_from_pinned
+check "Dockerfile HEALTHCHECK runs outboxd healthcheck with the run config" docker_healthcheck
+check "core and dispatch are pure, pg and amqp apart (docs/design.md)" library_layering
 printf '%d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))

@@ -1,7 +1,7 @@
 -- Shape of the installed schemas: tables, columns, indexes, triggers, comments, function settings.
 BEGIN;
 SET search_path = public;
-SELECT plan(32);
+SELECT plan(33);
 
 SELECT has_schema('outbox');
 SELECT has_schema('workflow');
@@ -121,6 +121,16 @@ SELECT is_empty($$
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
      AND has_function_privilege('public', p.oid, 'EXECUTE')$$,
   'no function is executable by PUBLIC');
+SELECT set_eq($$
+  SELECT p.pronamespace::regnamespace || '.' || p.proname, format_type(p.prorettype, NULL) FROM pg_proc p
+   WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
+     AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid' AND p.proname <> 'text_ok'$$,
+  $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
+           ('workflow.start', 'boolean'), ('workflow.save', 'bigint'), ('workflow.record_processed', 'boolean'),
+           ('workflow.purge_processed', 'integer'), ('workflow.set_timeout', 'bigint'),
+           ('workflow.clear_timeout', 'boolean'), ('workflow.record_compensation', 'boolean'),
+           ('workflow.set_compensation_status', 'boolean')$$,
+  'the API functions and their return types, as the Reference of docs/sql.md lists them');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,7 +1,7 @@
 -- outbox.enqueue(): the three body overloads, named parameters, idempotency on message_id, field validation.
 BEGIN;
 SET search_path = public;
-SELECT plan(55);
+SELECT plan(58);
 
 -- Overloads --------------------------------------------------------------------
 
@@ -104,6 +104,22 @@ SELECT throws_ok($$SELECT outbox.enqueue('orders', 'json-1', '{"a": "y"}'::jsonb
 SELECT throws_ok($$SELECT outbox.enqueue('orders', 'json-1', '{"a": "x", "b": [1, 2]}')$$,
   '23505', NULL, 'same text but as a text body (no content_type): 23505');
 
+-- The DETAIL and HINT of a failed call, NULL if it succeeds.
+CREATE FUNCTION pg_temp.detail_and_hint(command text) RETURNS text[] LANGUAGE plpgsql AS $f$
+DECLARE
+  detail text;
+  hint text;
+BEGIN
+  EXECUTE command;
+  RETURN NULL;
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+  RETURN ARRAY[detail, hint];
+END $f$;
+SELECT is(pg_temp.detail_and_hint($$SELECT outbox.enqueue('orders', 'bytea-1', '\x00fe'::bytea)$$),
+  ARRAY['differs in: body', 'A message_id names one message: retry with the same content, or use a new id.'],
+  'a conflict names what differs and says what to do');
+
 -- Validation --------------------------------------------------------------------
 
 SELECT throws_ok(format('SELECT outbox.enqueue(%L, %L)', 'orders', repeat('m', 129)),
@@ -143,8 +159,13 @@ SELECT throws_ok($$SELECT outbox.enqueue('orders', 't-2', ttl => '50 days')$$,
 SELECT throws_ok($$SELECT outbox.enqueue('orders', 'tp-1', traceparent => 'not-a-traceparent')$$,
   '22023', 'traceparent must be a W3C traceparent (version-traceid-parentid-flags in lowercase hex, at most 256 characters)',
   'malformed traceparent');
+SELECT throws_ok(format($$SELECT outbox.enqueue('orders', 'tp-2', traceparent => %L)$$,
+                        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-' || repeat('a', 201)),
+  '22023', NULL, 'a traceparent of 257 characters');
 SELECT throws_ok($$SELECT outbox.enqueue('orders', 'due-1', due_at => 'infinity')$$,
   '22023', 'due_at must be finite', 'infinite due_at');
+SELECT is(pg_temp.detail_and_hint($$SELECT outbox.enqueue('orders', 's-2', session_id => repeat('s', 129))$$),
+  ARRAY['got 129 characters', ''], 'a bad field: the DETAIL says what was given');
 SELECT is((SELECT count(*) FROM outbox.messages WHERE message_id ~ '^(d|s|c|p|o|su|ct|h|t|tp|due)-[0-9]$'), 0::bigint,
   'rejected calls inserted nothing');
 

@@ -1,13 +1,16 @@
 -- outbox.cancel(): only a pending row that is not yet due is cancelled.
 BEGIN;
 SET search_path = public;
-SELECT plan(14);
+SELECT plan(16);
 
 SELECT outbox.enqueue('timeouts', 'future-1', 'x', due_at => clock_timestamp() + interval '1 hour') AS future_id \gset
 SELECT is(outbox.cancel('future-1'), true, 'a pending row due in the future: true');
 SELECT results_eq($$SELECT status, cancelled_at IS NOT NULL FROM outbox.messages WHERE message_id = 'future-1'$$,
   $$VALUES ('cancelled', true)$$, '... the row is cancelled with cancelled_at');
 SELECT is(outbox.cancel('future-1'), false, 'cancelling it again: false');
+SELECT is(outbox.enqueue('timeouts', 'future-1', 'x'), :future_id::bigint,
+  'the cancelled id stays used: enqueueing it again returns the cancelled row');
+SELECT is((SELECT status FROM outbox.messages WHERE message_id = 'future-1'), 'cancelled', '... which stays cancelled');
 
 SELECT outbox.enqueue('timeouts', 'sent-1', 'x', due_at => clock_timestamp() + interval '1 hour') AS sent_id \gset
 UPDATE outbox.messages SET status = 'dispatched', dispatched_at = now() WHERE id = :sent_id;

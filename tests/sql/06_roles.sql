@@ -1,7 +1,7 @@
 -- Privileges of outbox_writer and outbox_dispatcher, tried for real under SET ROLE.
 BEGIN;
 SET search_path = public;
-SELECT plan(40);
+SELECT plan(41);
 
 SELECT outbox.enqueue('orders', 'other-app-1', 'secret') AS other_id \gset
 SELECT workflow.start('wf-r', 'order', 'New') AS started \gset
@@ -29,6 +29,9 @@ SELECT is((SELECT status || '/' || partition FROM outbox.messages WHERE message_
   'pending/' || sqltest.partition_of('s', 64), '... status and partition derived');
 SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-4', 'orders') ON CONFLICT DO NOTHING$$),
   'ok', 'writer: INSERT ... ON CONFLICT DO NOTHING');
+SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-4', 'orders')
+                                              ON CONFLICT (message_id) DO NOTHING$$),
+  '42501', 'writer: ON CONFLICT (message_id) names a column it may not read');
 SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-1', 'orders') RETURNING id$$),
   '42501', 'writer: INSERT ... RETURNING needs SELECT, which the writer lacks');
 SELECT is(sqltest.try_as('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination, status) VALUES ('w-5', 'orders', 'dispatched')$$),

@@ -6,7 +6,7 @@
 -- before letting the other session commit.
 BEGIN;
 SET search_path = public;
-SELECT plan(27);
+SELECT plan(29);
 
 SELECT is(dblink_connect('a', sqltest.conninfo()), 'OK', 'session a connected');
 SELECT is(dblink_connect('b', sqltest.conninfo()), 'OK', 'session b connected');
@@ -124,6 +124,16 @@ SELECT is((SELECT v FROM dblink_get_result('b') AS t(v boolean)), false,
 SELECT pg_temp.drain('b') AS r \gset
 SELECT is((SELECT status FROM outbox.messages WHERE message_id = 'race-timeout-1'), 'pending',
   '... and leaves the claimed row alone');
+
+-- set_partition_count() while writers write: they wait for it to commit, then hash with the new count.
+SELECT pg_temp.run('a', 'BEGIN') AS r \gset
+SELECT pg_temp.run('a', 'SELECT outbox.set_partition_count(5)') AS r \gset
+SELECT ok(pg_temp.send_blocked('b', $$SELECT outbox.enqueue('orders', 'during-rehash', 'x', session_id => 'acct-5')$$,
+                                :b_pid), 'b: an enqueue during set_partition_count waits for it');
+SELECT pg_temp.run('a', 'COMMIT') AS r \gset
+SELECT pg_temp.drain('b') AS r \gset
+SELECT is((SELECT partition FROM outbox.messages WHERE message_id = 'during-rehash'), sqltest.partition_of('acct-5', 5),
+  '... and its row hashes with the new count');
 
 SELECT dblink_disconnect('a') AS da, dblink_disconnect('b') AS db \gset
 

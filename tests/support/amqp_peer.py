@@ -6,13 +6,15 @@ every link and settles each delivery as its script says: reject, release or
 modify the first deliveries of chosen message ids, force-close the connection
 after N deliveries, or accept. --reject-hostile rejects with a description no
 broker should send: 1 MiB long, invalid UTF-8, newlines and terminal escapes;
---hostile-close gives the forced close the same description. Every delivery and its outcome is appended to a
-JSON-lines log so a test can check exactly what happened.
+--hostile-close gives the forced close the same description. Every delivery
+and its outcome is appended to a JSON-lines log so a test can check exactly
+what happened, with the client's container id and announced idle timeout.
 
 Credit: --credit N per link, one more for each delivery settled. With
 --control FILE the peer reads FILE every 20 ms: "withhold" stops topping the
 credit up, "grant" gives back what was withheld, so a test can make the client
-queue deliveries and later let them go at a moment of its choosing.
+queue deliveries and later let them go at a moment of its choosing; a link opened
+while withholding gets no credit until "grant".
 
 usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--reject-hostile ID[:N]]
                     [--release ID[:N]] [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
@@ -70,9 +72,14 @@ class Peer(MessagingHandler):
     def on_start(self, event):
         self.acceptor = event.container.listen(f"127.0.0.1:{self.args.port}")
         if self.args.control:
+            self.obey_control()
             event.container.schedule(0.02, self)
 
     def on_timer_task(self, event):
+        self.obey_control()
+        event.container.schedule(0.02, self)
+
+    def obey_control(self):
         try:
             with open(self.args.control) as f:
                 command = f.read().strip()
@@ -86,12 +93,14 @@ class Peer(MessagingHandler):
                 if credit and link.state & link.LOCAL_ACTIVE:
                     link.flow(credit)
             self.owed.clear()
-        event.container.schedule(0.02, self)
 
     def on_link_opening(self, event):
         if event.link.is_receiver:
             event.link.target.copy(event.link.remote_target)
-            event.link.flow(self.args.credit)
+            if self.withholding:  # "withhold" from the start: no credit until "grant"
+                self.owed[event.link] = self.args.credit
+            else:
+                event.link.flow(self.args.credit)
 
     def on_message(self, event):
         message, delivery = event.message, event.delivery
@@ -116,7 +125,9 @@ class Peer(MessagingHandler):
             outcome = "dropped"  # no outcome: the connection dies with the delivery unsettled
         self.log.write(json.dumps({"t": time.time(), "id": message.id, "group": message.group_id,
                                    "outcome": outcome, "body": message.body.decode("latin-1")
-                                   if isinstance(message.body, bytes) else str(message.body)}) + "\n")
+                                   if isinstance(message.body, bytes) else str(message.body),
+                                   "container": event.connection.remote_container,
+                                   "idle_timeout": event.transport.remote_idle_timeout}) + "\n")
         if close_now:
             self.closes_left -= 1
             event.connection.condition = Condition("amqp:connection:forced", "scripted close")

@@ -1,5 +1,7 @@
 // OutboxStore against the real migrations: claim order and blocking, marking, failures, timing, purge.
 #include <algorithm>
+#include <set>
+#include <thread>
 #include <catch2/catch.hpp>
 
 #include "outbox_rows.hpp"
@@ -227,6 +229,32 @@ TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
   CHECK(claim_ids(store, 2) == Ids{due_recently, due_long_ago});
 }
 
+TEST_CASE("no scheduled row is claimed before its due_at, however often the claim runs", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  OutboxStore store(connection, "outbox");
+  // Claims every 20 ms, as a daemon busy with immediate rows makes them: each
+  // must leave a scheduled row alone until its due_at, by the database's clock
+  // (on this machine the same clock as ours).
+  const core::RowId immediate = insert(connection, {"now", "a"});
+  const core::RowId soon = insert(connection, {"soon", "b", "now()", "now() + interval '300 milliseconds'"});
+  const core::RowId later = insert(connection, {"later", "c", "now() - interval '1 hour'",
+                                                "now() + interval '900 milliseconds'"});
+  std::set<core::RowId> seen;
+  const auto until = std::chrono::steady_clock::now() + milliseconds(1300);
+  while (std::chrono::steady_clock::now() < until) {
+    auto claimed = store.claim(all_partitions(), 10);
+    REQUIRE(claimed.ok());
+    const auto after = std::chrono::system_clock::now();
+    for (const auto& m : claimed.value().rows) {
+      seen.insert(m.id);
+      if (m.due_at) CHECK(std::chrono::duration<double>(after - *m.due_at).count() >= 0.0);
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  CHECK(seen == std::set<core::RowId>{immediate, soon, later});
+}
+
 TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
@@ -354,8 +382,12 @@ TEST_CASE("marks and failures leave rows of partitions not leased unexpired by t
   must(connection, "UPDATE outbox.leases SET owner = 'zombie', expires_at = now() - interval '1 second'");
   CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").value() == 0);
   CHECK(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").value() == 0);
+  // Then every statement again while another owner holds the lease unexpired.
   must(connection, "UPDATE outbox.leases SET owner = 'heir', expires_at = now() + interval '1 hour'");
+  CHECK(store.mark_dispatched({row}, config::RetentionMode::keep, "zombie").value() == 0);
   CHECK(store.mark_dispatched({row}, config::RetentionMode::delete_rows, "zombie").value() == 0);
+  CHECK(store.record_failures({{row, 1, milliseconds(60000), "rejected", false}}, "zombie").value() == 0);
+  CHECK(store.record_failures({{row, 1, milliseconds(0), "rejected", true}}, "zombie").value() == 0);
   const Rows rows = must(connection, "SELECT status, attempts FROM outbox.messages");
   REQUIRE(rows.size() == 1);
   CHECK(rows.text(0, 0) == "pending");
@@ -495,4 +527,40 @@ TEST_CASE("open_transactions lists a transaction that has not written yet, not o
   REQUIRE(ended.ok());
   CHECK_FALSE(contains(ended.value(), vxid));
   must(elsewhere, "COMMIT");
+}
+
+TEST_CASE("a session in the dispatcher role alone runs every statement of the dispatch loop", "[pg][store][roles]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  lease_all(setup);
+  const core::RowId sent = insert(setup, {"sent", "a"});
+  const core::RowId retried = insert(setup, {"retried", "b"});
+  const core::RowId parked = insert(setup, {"parked", "c"});
+  const core::RowId deleted = insert(setup, {"deleted", "d"});
+  insert(setup, {"old", std::nullopt, "now() - interval '3 days'", "now() - interval '3 days'", "dispatched", "NULL",
+                 "now() - interval '2 days'"});
+  // The role is taken before the first statement: each is planned and run with
+  // its privileges only, as for a login role that holds nothing else.
+  Connection connection = db.connect();
+  must(connection, "SET ROLE outbox_dispatcher");
+  OutboxStore store(connection, "outbox");
+  REQUIRE(store.prepare().ok());
+  CHECK(claim_ids(store).size() == 4);
+  auto marked = store.mark_dispatched({sent}, config::RetentionMode::keep, kLeaseOwner);
+  REQUIRE(marked.ok());
+  CHECK(marked.value() == 1);
+  auto failed = store.record_failures({{retried, 1, milliseconds(60000), "rejected", false},
+                                       {parked, 5, milliseconds(0), "rejected", true}},
+                                      kLeaseOwner);
+  REQUIRE(failed.ok());
+  CHECK(failed.value() == 2);
+  auto removed = store.mark_dispatched({deleted}, config::RetentionMode::delete_rows, kLeaseOwner);
+  REQUIRE(removed.ok());
+  CHECK(removed.value() == 1);
+  auto purged = store.purge(std::chrono::hours(24), 10);
+  REQUIRE(purged.ok());
+  CHECK(purged.value() == 1);
+  CHECK(store.set_idle("dispatcher-only", true).ok());
+  CHECK(store.time_to_next_due(all_partitions()).ok());
+  CHECK(store.open_transactions().ok());
 }

@@ -73,3 +73,30 @@ TEST_CASE("Counters follow every outcome", "[dispatch][planner]") {
   CHECK(counters.parked == 1);
   CHECK(counters.stale == 1);
 }
+
+TEST_CASE("set_policy: a smaller window holds new rows back, a larger one lets them go, backoff and room follow",
+          "[dispatch][planner]") {
+  PlannerFixture f;
+  f.add({row(1), row(2), row(3), row(4), row(5)});
+  auto policy = test_policy();
+  policy.window = 2;
+  policy.max_buffered = 4;
+  policy.max_attempts = 1;
+  f.planner.set_policy(policy);
+  CHECK(f.take() == Ids{1, 2});
+  CHECK(f.planner.claim_room() == 0);  // five known rows, room for four
+
+  policy.window = 1;
+  f.planner.set_policy(policy);
+  f.accept(1);
+  CHECK(f.take().empty());  // 2 still in flight: the window is full
+  f.reject(2);
+  REQUIRE(f.failures().size() == 1);
+  CHECK(f.failures()[0].park);  // max_attempts 1: the first rejection parks
+
+  policy.window = 10;
+  policy.max_buffered = 100;
+  f.planner.set_policy(policy);
+  CHECK(f.take() == Ids{3, 4, 5});
+  CHECK(f.planner.claim_room() > 0);
+}

@@ -1,0 +1,32 @@
+// The claim pass: cursor and the sessions held back until the pass ends.
+#include "dispatch/claim_pass.hpp"
+
+#include <algorithm>
+
+namespace outboxd::dispatch {
+
+void ClaimPass::on_claim(bool full, core::RowId last_id) {
+  if (full) {
+    cursor_ = last_id;
+  } else {
+    restart();
+  }
+}
+
+void ClaimPass::pass_over(core::RowId id, const std::string& session) {
+  const auto [at, inserted] = passed_over_.try_emplace(session, id);
+  if (!inserted) at->second = std::min(at->second, id);
+}
+
+bool ClaimPass::waits(core::RowId id, const std::optional<std::string>& session) const {
+  if (passed_over_.empty() || !session) return false;
+  const auto held = passed_over_.find(*session);
+  return held != passed_over_.end() && id > held->second;
+}
+
+void ClaimPass::restart() {
+  cursor_ = 0;
+  passed_over_.clear();
+}
+
+}  // namespace outboxd::dispatch

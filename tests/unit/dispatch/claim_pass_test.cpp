@@ -1,0 +1,48 @@
+// ClaimPass: where each claim of a pass starts, when a pass ends, which rows wait for the next one.
+#include <catch2/catch.hpp>
+
+#include "dispatch/claim_pass.hpp"
+
+using outboxd::dispatch::ClaimPass;
+
+TEST_CASE("A full batch moves the cursor, and after a short one the next claim starts from the lowest id",
+          "[dispatch][claim_pass]") {
+  ClaimPass pass;
+  CHECK(pass.cursor() == 0);
+  pass.on_claim(true, 10);
+  CHECK(pass.cursor() == 10);
+  pass.on_claim(true, 20);
+  CHECK(pass.cursor() == 20);
+  // Short: a row that committed late with an id below 20 is found by the very next claim.
+  pass.on_claim(false, 25);
+  CHECK(pass.cursor() == 0);
+  pass.on_claim(true, 10);
+  pass.on_claim(false, 0);  // nothing at all above the cursor
+  CHECK(pass.cursor() == 0);
+}
+
+TEST_CASE("A row passed over holds back its session's later rows until the pass ends", "[dispatch][claim_pass]") {
+  ClaimPass pass;
+  pass.on_claim(true, 10);
+  pass.pass_over(7, "a");
+  pass.pass_over(5, "a");  // the lowest counts
+  CHECK(pass.passed_over_any());
+  CHECK(pass.waits(6, "a"));
+  CHECK_FALSE(pass.waits(4, "a"));
+  CHECK_FALSE(pass.waits(6, "b"));
+  CHECK_FALSE(pass.waits(6, std::nullopt));
+  pass.on_claim(true, 20);
+  CHECK(pass.waits(12, "a"));  // still this pass
+  pass.on_claim(false, 22);
+  CHECK_FALSE(pass.waits(12, "a"));
+  CHECK_FALSE(pass.passed_over_any());
+}
+
+TEST_CASE("restart starts from the lowest id and forgets the rows passed over", "[dispatch][claim_pass]") {
+  ClaimPass pass;
+  pass.on_claim(true, 30);
+  pass.pass_over(25, "a");
+  pass.restart();
+  CHECK(pass.cursor() == 0);
+  CHECK_FALSE(pass.waits(26, "a"));
+}
