@@ -3,9 +3,11 @@
 #include <iostream>
 
 #include "config/loader.hpp"
+#include "config/security_warnings.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
 #include "log/log.hpp"
+#include "pg/transport_security.hpp"
 
 namespace outboxd::daemon {
 
@@ -30,6 +32,12 @@ std::optional<pg::Connection> connect_for_command(const config::Config& config, 
   return std::move(connection).value();
 }
 
+std::vector<std::string> security_warnings(const config::Config& config) {
+  auto warnings = pg::database_tls_warnings(config.database);
+  for (auto& warning : config::secret_file_warnings(config)) warnings.push_back(std::move(warning));
+  return warnings;
+}
+
 bool init_logging(const config::Config& config) {
   const auto format = config.log.format == config::LogFormat::json ? log::Format::json : log::Format::human;
   if (auto ready = log::init(config.log.level, format); !ready) {
@@ -47,6 +55,7 @@ int cmd_version() {
 int cmd_check_config(const std::string& path) {
   const auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
+  for (const auto& warning : security_warnings(*config)) std::cerr << "warning: " << warning << '\n';
   std::cout << config::summary(*config) << '\n';
   return kExitOk;
 }

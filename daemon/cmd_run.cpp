@@ -34,6 +34,7 @@ int cmd_run(const std::string& path) {
   auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
   if (!init_logging(*config)) return kExitConfig;
+  for (const auto& warning : security_warnings(*config)) spdlog::warn("{}", warning);
   if (const auto watchdog = ServiceManager::watchdog_interval()) {
     if (const auto conflict = config::watchdog_conflict(config->database, *watchdog)) {
       spdlog::critical("configuration: {}", *conflict);

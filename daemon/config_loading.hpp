@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "pg/connection.hpp"
@@ -14,6 +15,11 @@ std::optional<config::Config> load_config_or_report(const std::string& path);
 
 // A database session for a one-shot command, or nullopt after printing why not.
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command);
+
+// What the config leaves exposed though it works: database TLS weaker than
+// verify-full to a remote host, password files others can read. `run` logs
+// them at warn, check-config prints them.
+std::vector<std::string> security_warnings(const config::Config& config);
 
 // Logging set up from the config; false (after printing why) on a bad level.
 bool init_logging(const config::Config& config);

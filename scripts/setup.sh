@@ -50,6 +50,8 @@ install_missing() {
   local missing=() pkg policy=/usr/sbin/policy-rc.d
   for pkg in "${PACKAGES[@]}"; do installed "$pkg" || missing+=("$pkg"); done
   java_ok || installed openjdk-17-jre-headless || missing+=(openjdk-17-jre-headless)
+  # The Node order saga example (its test runs npm ci): any node 18+ with npm on PATH will do.
+  command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
   ((${#missing[@]})) || return 0
   [[ $(id -u) == 0 ]] || { echo "setup.sh: missing packages, run as root: ${missing[*]}" >&2; exit 1; }
   echo "setup.sh: installing ${missing[*]}"

@@ -9,6 +9,7 @@
 
 #include "amqp/detail/connection_handler.hpp"
 #include "amqp/detail/proton_access.hpp"
+#include "core/safe_text.hpp"
 
 namespace outboxd::amqp {
 
@@ -25,8 +26,10 @@ bool refuses_destination(const std::string& condition) {
          condition == "amqp:precondition-failed" || condition == "amqp:not-implemented";
 }
 
+// The peer chose the condition's text: it may be any size, any bytes, and it
+// ends up in a log line and in last_error.
 std::string or_default(const proton::error_condition& condition, const char* fallback) {
-  return condition.empty() ? fallback : condition.what();
+  return condition.empty() ? fallback : core::safe_text(condition.what());
 }
 
 }  // namespace
@@ -153,7 +156,7 @@ void ConnectionHandler::on_receiver_error(proton::receiver&) {}
 // Only Proton's default callbacks call this, and all of them are overridden;
 // kept so that a future default cannot throw out of container::run().
 void ConnectionHandler::on_error(const proton::error_condition& condition) {
-  guarded("on_error", [&] { last_error_ = condition.what(); });
+  guarded("on_error", [&] { last_error_ = core::safe_text(condition.what()); });
 }
 
 }  // namespace outboxd::amqp

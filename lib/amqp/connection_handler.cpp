@@ -10,6 +10,7 @@
 #include "amqp/destination.hpp"
 #include "amqp/message_mapping.hpp"
 #include "config/secrets.hpp"
+#include "core/safe_text.hpp"
 
 namespace outboxd::amqp {
 
@@ -41,7 +42,7 @@ void ConnectionHandler::guarded(const char* where, const std::function<void()>& 
     step();
     return;
   } catch (const std::exception& e) {
-    failure = std::string("internal error in ") + where + ": " + e.what();
+    failure = std::string("internal error in ") + where + ": " + core::safe_text(e.what());
   } catch (...) {
     failure = std::string("internal error in ") + where;
   }

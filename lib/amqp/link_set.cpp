@@ -11,6 +11,7 @@
 #include <proton/target_options.hpp>
 
 #include "amqp/detail/proton_access.hpp"
+#include "core/safe_text.hpp"
 
 namespace outboxd::amqp {
 
@@ -61,7 +62,8 @@ void LinkSet::enqueue(proton::connection& connection, const std::string& destina
     try {
       link = &open_link(connection, destination, target, now);
     } catch (const std::exception& e) {
-      report(pending.id, DeliveryOutcome::unknown, "cannot open a link to " + target.address + ": " + e.what());
+      report(pending.id, DeliveryOutcome::unknown,
+             "cannot open a link to " + target.address + ": " + core::safe_text(e.what()));
       throw;  // the connection is in doubt: the caller replaces it
     }
   }

@@ -6,6 +6,8 @@
 #include <proton/disposition.h>
 #include <proton/link.h>
 
+#include "core/safe_text.hpp"
+
 namespace outboxd::amqp {
 namespace {
 
@@ -46,7 +48,7 @@ std::string remote_condition(const proton::tracker& tracker) {
     if (!text.empty()) text += ": ";
     text += description;
   }
-  return text;
+  return core::safe_text(text);
 }
 
 ModifiedFlags remote_modified_flags(const proton::tracker& tracker) {

@@ -15,6 +15,7 @@
 #include "amqp/detail/connection_handler.hpp"
 #include "amqp/connection_settings.hpp"
 #include "amqp/detail/proton_options.hpp"
+#include "core/safe_text.hpp"
 
 namespace outboxd::amqp {
 
@@ -166,7 +167,7 @@ void Publisher::Impl::run_container(std::string& exit_reason) {
     container.run();
     exit_reason = "publisher stopped";
   } catch (const std::exception& e) {
-    exit_reason = std::string("AMQP container failed: ") + e.what();
+    exit_reason = "AMQP container failed: " + core::safe_text(e.what());
   } catch (...) {
     exit_reason = "AMQP container failed";
   }

@@ -4,26 +4,35 @@
 #include <chrono>
 #include <ctime>
 
+#include "core/safe_text.hpp"
+
 namespace outboxd::log {
 
+// Invalid UTF-8 would make the whole line invalid JSON: each such byte
+// becomes U+FFFD. Characters that break or reorder lines for a reader (C1,
+// U+2028, bidi overrides) are escaped like the C0 controls JSON requires.
 void append_json_escaped(std::string_view text, spdlog::memory_buf_t& dest) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': dest.append(std::string_view("\\\"")); break;
-      case '\\': dest.append(std::string_view("\\\\")); break;
-      case '\n': dest.append(std::string_view("\\n")); break;
-      case '\r': dest.append(std::string_view("\\r")); break;
-      case '\t': dest.append(std::string_view("\\t")); break;
-      default:
-        if (byte < 0x20) {
-          const char escaped[] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 0xF]};
-          dest.append(escaped, escaped + sizeof(escaped));
-        } else {
-          dest.push_back(c);
-        }
+  for (std::size_t at = 0; at < text.size();) {
+    const core::Utf8Char d = core::decode_utf8(text.substr(at));
+    const char32_t c = d.code_point;
+    if (d.length == 0) {
+      dest.append(std::string_view("\\ufffd"));
+    } else if (c == '"') {
+      dest.append(std::string_view("\\\""));
+    } else if (c == '\\') {
+      dest.append(std::string_view("\\\\"));
+    } else if (c == '\n') {
+      dest.append(std::string_view("\\n"));
+    } else if (c == '\r') {
+      dest.append(std::string_view("\\r"));
+    } else if (c == '\t') {
+      dest.append(std::string_view("\\t"));
+    } else if (core::breaks_or_hides_lines(c)) {
+      fmt::format_to(std::back_inserter(dest), "\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      dest.append(text.substr(at, d.length));
     }
+    at += d.length == 0 ? 1 : d.length;
   }
 }
 

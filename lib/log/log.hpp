@@ -1,7 +1,10 @@
 // Logging set-up: one stderr logger, human-readable or one JSON object per line.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include <spdlog/formatter.h>
 
 #include "core/result.hpp"
 
@@ -11,5 +14,9 @@ enum class Format { human, json };
 
 // Installs the default spdlog logger. Fails on an unknown level name.
 core::Status init(const std::string& level, Format format);
+
+// "2026-12-01T10:39:11.123Z warn  message": UTC, the level, and the message
+// with control characters and invalid UTF-8 escaped (core::escaped_for_log).
+std::unique_ptr<spdlog::formatter> human_formatter();
 
 }  // namespace outboxd::log

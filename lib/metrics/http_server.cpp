@@ -1,40 +1,93 @@
-// The /metrics, /healthz and /readyz endpoints on cpp-httplib, kept behind a pimpl.
+// The /metrics, /healthz and /readyz endpoints: one thread, one poll loop, every request bounded.
 #include "metrics/http_server.hpp"
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <exception>
+#include <optional>
 #include <system_error>
 #include <thread>
+#include <vector>
 
-#include <httplib.h>
-
+#include "metrics/http_request.hpp"
 #include "metrics/listen_address.hpp"
 
 namespace outboxd::metrics {
 
 namespace {
 
-constexpr const char* kMetricsContentType = "text/plain; version=0.0.4";
-constexpr const char* kTextContentType = "text/plain; charset=utf-8";
-constexpr std::size_t kWorkerThreads = 2;
+using Clock = std::chrono::steady_clock;
 
-void reply(httplib::Response& res, const Verdict& verdict) {
-  res.status = verdict.ok ? 200 : 503;
-  res.set_content(verdict.text, kTextContentType);
-}
+constexpr const char* kMetricsContentType = "text/plain; version=0.0.4";
+constexpr int kListenBacklog = 64;
+constexpr std::chrono::milliseconds kAcceptPause{100};
 
 std::string errno_text(int error) { return std::system_category().message(error); }
 
-// cpp-httplib reports only that binding failed. Repeating the bind the way it
-// does (same addresses, SO_REUSEADDR, dual-stack IPv6) recovers the reason,
-// e.g. "Address already in use", for the message an operator reads.
-std::string bind_failure_reason(const ListenAddress& address) {
+Response verdict_response(const Verdict& verdict) {
+  return {verdict.ok ? 200 : 503, "text/plain; charset=utf-8", verdict.text};
+}
+
+// One accepted socket, from its first byte to the end of its response.
+struct Connection {
+  int fd = -1;
+  Clock::time_point deadline;
+  std::string received;  // the head so far; at most kMaxRequestHead plus one read
+  std::string response;  // set once the head is complete
+  std::size_t sent = 0;
+};
+
+void close_connection(Connection& connection) {
+  // Half-close first so that a client still sending its body sees the
+  // response before the reset its unread bytes cause.
+  ::shutdown(connection.fd, SHUT_WR);
+  ::close(connection.fd);
+  connection.fd = -1;
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(const Registry& r, const Health& h, std::chrono::seconds s) : registry(r), health(h), stale_after(s) {}
+  ~Impl() {
+    if (listen_fd >= 0) ::close(listen_fd);
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  core::Result<int> bind_and_listen(const ListenAddress& address);
+  void run();
+  int poll_timeout_ms(bool accepting) const;
+  void accept_all();
+  void service(Connection& connection, short revents);
+  void read_head(Connection& connection);
+  void write_response(Connection& connection);
+  Response answer(const core::Result<RequestHead>& request) const;
+
+  const Registry& registry;
+  const Health& health;
+  const std::chrono::seconds stale_after;
+
+  int listen_fd = -1;
+  int wake_fd = -1;  // an eventfd: stop() writes, the loop wakes and returns
+  std::thread thread;
+  std::atomic<int> port{0};
+  bool started = false;  // by a successful start(); owner thread only
+  std::vector<Connection> connections;  // the loop thread's alone, oldest first
+  Clock::time_point accept_paused_until;  // the loop thread's alone
+};
+
+// Every address the host resolves to is tried in turn, as a dual-stack
+// socket for IPv6; the reason the last one failed is what the operator reads,
+// e.g. "Address already in use".
+core::Result<int> HttpServer::Impl::bind_and_listen(const ListenAddress& address) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -42,79 +95,141 @@ std::string bind_failure_reason(const ListenAddress& address) {
   addrinfo* found = nullptr;
   const std::string service = std::to_string(address.port);
   if (const int rc = ::getaddrinfo(address.host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    return ::gai_strerror(rc);
+    return core::fatal_error(::gai_strerror(rc));
   }
-  std::string reason;
-  for (const addrinfo* ai = found; ai != nullptr && reason.empty(); ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+  std::string reason = "cannot bind";
+  for (const addrinfo* ai = found; ai != nullptr && listen_fd < 0; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) {
       reason = errno_text(errno);
-      break;
+      continue;
     }
+    // SO_REUSEADDR allows a quick restart past TIME_WAIT; SO_REUSEPORT is
+    // left off so that a second daemon cannot take half the scrapes.
     const int yes = 1;
     const int no = 0;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     if (ai->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 1) != 0) reason = errno_text(errno);
-    ::close(fd);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, kListenBacklog) == 0) {
+      listen_fd = fd;
+    } else {
+      reason = errno_text(errno);
+      ::close(fd);
+    }
   }
   ::freeaddrinfo(found);
-  return reason.empty() ? "cannot bind" : reason;
+  if (listen_fd < 0) return core::fatal_error(reason);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound), &length);
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
 }
 
-}  // namespace
+// Reading and writing never block, so a slow client holds a slot in the
+// poll set, not a thread: /healthz is answered while any number of them
+// dawdle, and each is dropped at its deadline.
+void HttpServer::Impl::run() {
+  std::vector<pollfd> polled;
+  for (;;) {
+    const bool accepting = Clock::now() >= accept_paused_until;
+    polled.assign({{wake_fd, POLLIN, 0}, {listen_fd, static_cast<short>(accepting ? POLLIN : 0), 0}});
+    for (const Connection& c : connections) {
+      polled.push_back({c.fd, static_cast<short>(c.response.empty() ? POLLIN : POLLOUT), 0});
+    }
+    if (::poll(polled.data(), polled.size(), poll_timeout_ms(accepting)) < 0 && errno != EINTR) return;
+    if (polled[0].revents != 0) return;
 
-struct HttpServer::Impl {
-  Impl(const Registry& r, const Health& h, std::chrono::seconds s) : registry(r), health(h), stale_after(s) {}
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < connections.size(); ++i) {
+      Connection& connection = connections[i];
+      if (now >= connection.deadline) {
+        close_connection(connection);
+      } else if (polled[i + 2].revents != 0) {
+        service(connection, polled[i + 2].revents);
+      }
+    }
+    std::erase_if(connections, [](const Connection& c) { return c.fd < 0; });
+    if (polled[1].revents != 0) accept_all();
+  }
+}
 
-  void install_routes();
+// Until the oldest connection's deadline, or the end of a pause in accepting.
+int HttpServer::Impl::poll_timeout_ms(bool accepting) const {
+  std::optional<Clock::time_point> wake;
+  if (!connections.empty()) wake = connections.front().deadline;
+  if (!accepting && (!wake || accept_paused_until < *wake)) wake = accept_paused_until;
+  if (!wake) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake - Clock::now()).count();
+  return static_cast<int>(std::max<std::int64_t>(0, left));
+}
 
-  const Registry& registry;
-  const Health& health;
-  const std::chrono::seconds stale_after;
+void HttpServer::Impl::accept_all() {
+  for (;;) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      // Out of descriptors, the pending connection stays queued and the
+      // socket readable: without a pause the loop would spin on it.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        accept_paused_until = Clock::now() + kAcceptPause;
+      }
+      return;  // EAGAIN: none left
+    }
+    // At the cap the oldest connection, the likeliest to be stuck, makes room.
+    if (connections.size() >= kMaxHttpConnections) {
+      close_connection(connections.front());
+      connections.erase(connections.begin());
+    }
+    connections.push_back({fd, Clock::now() + kHttpRequestDeadline, {}, {}, 0});
+  }
+}
 
-  httplib::Server server;
-  std::thread thread;                     // runs server.listen_after_bind()
-  std::atomic<bool> listen_returned{false};
-  std::atomic<int> port{0};
-  bool started = false;                   // bound by start(); owner thread only
-};
+void HttpServer::Impl::service(Connection& connection, short revents) {
+  if (connection.response.empty() && (revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_head(connection);
+  if (connection.fd >= 0 && !connection.response.empty()) write_response(connection);
+}
 
-void HttpServer::Impl::install_routes() {
-  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(registry.render(), kMetricsContentType);
-  });
-  server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    reply(res, liveness(health, std::chrono::steady_clock::now(), stale_after));
-  });
-  server.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    reply(res, readiness(health));
-  });
-  // Both error-handler overloads accept a lambda, hence the explicit type.
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request&, httplib::Response& res) {
-        if (res.status != 404) return httplib::Server::HandlerResponse::Unhandled;
-        res.set_content("not found", kTextContentType);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  // cpp-httplib sets SO_REUSEPORT by default, which lets a second daemon
-  // bind the same port and silently take half the scrapes. SO_REUSEADDR
-  // alone still allows a quick restart past TIME_WAIT.
-  server.set_socket_options([](socket_t sock) {
-    const int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
-  // A scraper that keeps its connection open must not hold stop() for long.
-  server.set_keep_alive_timeout(2);
-  server.set_read_timeout(std::chrono::seconds(5));
-  server.set_write_timeout(std::chrono::seconds(5));
+void HttpServer::Impl::read_head(Connection& connection) {
+  char buffer[4096];
+  const ssize_t n = ::recv(connection.fd, buffer, sizeof buffer, 0);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    close_connection(connection);
+    return;
+  }
+  connection.received.append(buffer, static_cast<std::size_t>(n));
+  const std::size_t end = request_head_end(connection.received);
+  if (end != std::string::npos && end <= kMaxRequestHead) {
+    const auto request = parse_request_head(std::string_view(connection.received).substr(0, end));
+    const bool with_body = !request.ok() || request.value().method != "HEAD";
+    connection.response = serialize(answer(request), with_body);
+  } else if (connection.received.size() > kMaxRequestHead) {
+    connection.response = serialize({431, "text/plain; charset=utf-8", "request head too large"}, true);
+  }
+}
+
+void HttpServer::Impl::write_response(Connection& connection) {
+  while (connection.sent < connection.response.size()) {
+    const ssize_t n = ::send(connection.fd, connection.response.data() + connection.sent,
+                             connection.response.size() - connection.sent, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n <= 0) break;
+    connection.sent += static_cast<std::size_t>(n);
+  }
+  close_connection(connection);
+}
+
+Response HttpServer::Impl::answer(const core::Result<RequestHead>& request) const {
+  if (auto refused = refusal(request)) return *std::move(refused);
+  const std::string& path = request.value().path;
+  if (path == "/metrics") return {200, kMetricsContentType, registry.render()};
+  if (path == "/healthz") return verdict_response(liveness(health, Clock::now(), stale_after));
+  if (path == "/readyz") return verdict_response(readiness(health));
+  return {404, "text/plain; charset=utf-8", "not found"};
 }
 
 HttpServer::HttpServer(const Registry& registry, const Health& health, std::chrono::seconds stale_after)
-    : impl_(std::make_unique<Impl>(registry, health, stale_after)) {
-  impl_->install_routes();
-}
+    : impl_(std::make_unique<Impl>(registry, health, stale_after)) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -124,33 +239,31 @@ core::Status HttpServer::start(const std::string& listen) {
   if (impl_->started) return core::fatal_error("http.listen " + listen + ": server already started");
   auto address = parse_listen_address(listen);
   if (!address.ok()) return address.error();
+  const auto bound = impl_->bind_and_listen(address.value());
+  if (!bound.ok()) return core::fatal_error("http.listen " + listen + ": " + bound.error().message);
 
-  const ListenAddress& where = address.value();
-  const int bound = where.port == 0 ? impl_->server.bind_to_any_port(where.host)
-                                    : (impl_->server.bind_to_port(where.host, where.port) ? where.port : -1);
-  if (bound <= 0) return core::fatal_error("http.listen " + listen + ": " + bind_failure_reason(where));
-  impl_->started = true;
-
+  impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl_->wake_fd < 0) return core::fatal_error("http.listen " + listen + ": eventfd: " + errno_text(errno));
   try {
-    impl_->thread = std::thread([impl = impl_.get()] {
-      impl->server.listen_after_bind();
-      impl->listen_returned = true;
-    });
+    impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
   } catch (const std::exception& e) {
     // The bound socket stays open until exit, which a fatal error brings soon.
     return core::fatal_error("http.listen " + listen + ": cannot start the server thread: " + e.what());
   }
-  impl_->port = bound;
-  // cpp-httplib's stop() is a no-op until the accept loop has marked itself
-  // running; waiting here makes a stop() right after start() effective.
-  while (!impl_->server.is_running() && !impl_->listen_returned) std::this_thread::yield();
+  impl_->port = bound.value();
+  impl_->started = true;
   return {};
 }
 
 void HttpServer::stop() {
   if (!impl_->thread.joinable()) return;
-  impl_->server.stop();
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(impl_->wake_fd, &one, sizeof one);
   impl_->thread.join();
+  for (Connection& connection : impl_->connections) close_connection(connection);
+  impl_->connections.clear();
+  ::close(impl_->listen_fd);
+  impl_->listen_fd = -1;
 }
 
 }  // namespace outboxd::metrics

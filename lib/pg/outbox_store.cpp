@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/safe_text.hpp"
 #include "pg/outbox_sql.hpp"
 #include "pg/text_codec.hpp"
 
@@ -81,13 +82,9 @@ core::ClaimedSet decode(const Rows& rows) {
   return set;
 }
 
-// Cuts at a UTF-8 character boundary so the text stays valid.
-std::string bounded(std::string_view text) {
-  if (text.size() <= kMaxErrorBytes) return std::string(text);
-  std::size_t end = kMaxErrorBytes;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return std::string(text.substr(0, end));
-}
+// Whatever produced the error, PostgreSQL refuses invalid UTF-8 (22021) and
+// the same failing write would be retried forever; safe_text repairs it.
+std::string bounded(std::string_view text) { return core::safe_text(text, kMaxErrorBytes); }
 
 }  // namespace
 

@@ -25,7 +25,7 @@ struct FailureRecord {
   core::RowId id = 0;
   int attempts = 0;
   std::chrono::milliseconds retry_in{0};
-  std::string error;  // stored as last_error, cut to 1000 bytes
+  std::string error;  // stored as last_error through core::safe_text: valid UTF-8, cut to 1000 bytes
   bool park = false;
 };
 

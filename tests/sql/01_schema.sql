@@ -5,8 +5,8 @@ SELECT plan(33);
 
 SELECT has_schema('outbox');
 SELECT has_schema('workflow');
-SELECT tables_are('outbox', ARRAY['messages', 'settings', 'leases', 'instances'],
-  'outbox has exactly its four tables (schema_migrations belongs to the migrator)');
+SELECT tables_are('outbox', ARRAY['messages', 'settings', 'leases', 'instances', 'received_messages'],
+  'outbox has exactly its five tables (schema_migrations belongs to the migrator)');
 SELECT tables_are('workflow', ARRAY['instances', 'processed_messages', 'compensations']);
 
 SELECT results_eq(

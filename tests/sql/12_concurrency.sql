@@ -6,7 +6,7 @@
 -- before letting the other session commit.
 BEGIN;
 SET search_path = public;
-SELECT plan(29);
+SELECT plan(34);
 
 SELECT is(dblink_connect('a', sqltest.conninfo()), 'OK', 'session a connected');
 SELECT is(dblink_connect('b', sqltest.conninfo()), 'OK', 'session b connected');
@@ -134,6 +134,31 @@ SELECT pg_temp.run('a', 'COMMIT') AS r \gset
 SELECT pg_temp.drain('b') AS r \gset
 SELECT is((SELECT partition FROM outbox.messages WHERE message_id = 'during-rehash'), sqltest.partition_of('acct-5', 5),
   '... and its row hashes with the new count');
+
+-- The payment against its deadline: two transitions that both touch the timeout.
+-- Each first records its message (record_processed, whose foreign key share-locks
+-- the state record). clear_timeout() must not wait for that lock, or the two would
+-- deadlock (40P01) instead of one of them losing with 40001.
+SELECT pg_temp.run('a', $$SELECT workflow.start('order-3', 'k', 'AwaitingPayment')$$) AS r \gset
+SELECT pg_temp.run('a', $$SELECT workflow.set_timeout('order-3', 'order-3:timeout:1', now() + interval '1 hour',
+                                                       'timeouts', 'x')$$) AS r \gset
+SELECT pg_temp.run('a', 'BEGIN') AS r \gset
+SELECT pg_temp.run('b', 'BEGIN') AS r \gset
+SELECT pg_temp.run('a', $$SELECT workflow.record_processed('order-3', 'payments:captured:3')$$) AS r \gset
+SELECT pg_temp.run('b', $$SELECT workflow.record_processed('order-3', 'order-3:timeout:1')$$) AS r \gset
+SELECT pg_temp.run('a', $$SET LOCAL lock_timeout = '2s'$$) AS r \gset
+SELECT lives_ok($$SELECT * FROM dblink('a', 'SELECT workflow.clear_timeout(''order-3'')') AS t(v boolean)$$,
+  'a: clear_timeout does not wait for b''s record_processed');
+SELECT ok(pg_temp.send_blocked('b', $$SELECT workflow.clear_timeout('order-3')$$, :b_pid),
+  'b: clear_timeout waits for a');
+SELECT pg_temp.run('a', $$SELECT workflow.save('order-3', 1, 'Paid')$$) AS r \gset
+SELECT pg_temp.run('a', 'COMMIT') AS r \gset
+SELECT is((SELECT v FROM dblink_get_result('b') AS t(v boolean)), false, 'a committed: b finds no timeout to clear');
+SELECT pg_temp.drain('b') AS r \gset
+SELECT throws_ok($$SELECT * FROM dblink('b', 'SELECT workflow.save(''order-3'', 1, ''Cancelled'')') AS t(v bigint)$$,
+  '40001', NULL, '... and its save gets 40001, not a deadlock');
+SELECT pg_temp.run('b', 'ROLLBACK') AS r \gset
+SELECT is((SELECT status FROM workflow.instances WHERE id = 'order-3'), 'Paid', 'the payment won');
 
 SELECT dblink_disconnect('a') AS da, dblink_disconnect('b') AS db \gset
 

@@ -16,12 +16,15 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/005_row_check.sql
 \ir ../../sql/006_workflow_row_check.sql
 \ir ../../sql/007_wakeup_in_partition_trigger.sql
+\ir ../../sql/011_inbox.sql
+\ir ../../sql/012_workflow_emit.sql
+\ir ../../sql/013_timeout_lock.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
 SELECT has_index('Billing Outbox', 'messages', 'messages_due_session_idx', ARRAY['session_id', 'due_at', 'id']);
 SELECT has_schema('billing_wf');
-SELECT tables_are('Billing Outbox', ARRAY['messages', 'settings', 'leases', 'instances']);
+SELECT tables_are('Billing Outbox', ARRAY['messages', 'settings', 'leases', 'instances', 'received_messages']);
 SELECT tables_are('billing_wf', ARRAY['instances', 'processed_messages', 'compensations']);
 SELECT is((SELECT partition_count FROM "Billing Outbox".settings), 8, 'partition count from outboxd.partitions');
 SELECT is((SELECT count(*) FROM "Billing Outbox".leases), 8::bigint, '8 lease rows');

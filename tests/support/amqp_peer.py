@@ -4,9 +4,11 @@
 Listens on 127.0.0.1, accepts any SASL (ANONYMOUS or PLAIN), grants credit on
 every link and settles each delivery as its script says: reject, release or
 modify the first deliveries of chosen message ids, force-close the connection
-after N deliveries, or accept. Every delivery and its outcome is appended to a
-JSON-lines log so a test can check exactly what happened, with the client's
-container id and announced idle timeout.
+after N deliveries, or accept. --reject-hostile rejects with a description no
+broker should send: 1 MiB long, invalid UTF-8, newlines and terminal escapes;
+--hostile-close gives the forced close the same description. Every delivery
+and its outcome is appended to a JSON-lines log so a test can check exactly
+what happened, with the client's container id and announced idle timeout.
 
 Credit: --credit N per link, one more for each delivery settled. With
 --control FILE the peer reads FILE every 20 ms: "withhold" stops topping the
@@ -14,16 +16,18 @@ credit up, "grant" gives back what was withheld, so a test can make the client
 queue deliveries and later let them go at a moment of its choosing; a link opened
 while withholding gets no credit until "grant".
 
-usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--release ID[:N]]
-                    [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
-                    [--credit N] [--control FILE]
+usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--reject-hostile ID[:N]]
+                    [--release ID[:N]] [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
+                    [--hostile-close] [--credit N] [--control FILE]
 """
 
 import argparse
+import ctypes
 import json
 import sys
 import time
 
+from cproton import pn_connection_condition, pn_delivery_local, pn_disposition_condition
 from proton import Condition, Delivery
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
@@ -38,11 +42,23 @@ def parse_counts(values):
     return counts
 
 
+# Python's binding encodes every description as UTF-8; the C function takes any
+# bytes, and the AMQP string it sends carries them unchecked.
+PROTON = ctypes.CDLL("libqpid-proton.so.11")
+HOSTILE_DESCRIPTION = (b"bad \xff\xfe\xc0\xaf bytes\nFAKE level=error forged line\x1b[2J"
+                       + b"x" * (1 << 20) + b"\xe2\x82")
+
+
+def set_raw_description(condition, description):
+    PROTON.pn_condition_set_description(ctypes.c_void_p(int(condition)), ctypes.c_char_p(description))
+
+
 class Peer(MessagingHandler):
     def __init__(self, args):
         super().__init__(auto_accept=False, prefetch=0)
         self.args = args
         self.reject = parse_counts(args.reject)
+        self.reject_hostile = parse_counts(args.reject_hostile)
         self.release = parse_counts(args.release)
         self.modify = parse_counts(args.modify)
         self.close_after = args.close_after
@@ -90,7 +106,11 @@ class Peer(MessagingHandler):
         message, delivery = event.message, event.delivery
         self.deliveries += 1
         outcome = "accepted"
-        if self.take(self.reject, message.id):
+        hostile = self.take(self.reject_hostile, message.id)
+        if hostile:
+            delivery.local.condition = Condition("amqp:precondition-failed", "replaced below")
+            outcome = "rejected"
+        elif self.take(self.reject, message.id):
             delivery.local.condition = Condition("amqp:precondition-failed", "scripted reject of " + message.id)
             outcome = "rejected"
         elif self.args.reject_all_of_session and message.group_id == self.args.reject_all_of_session:
@@ -112,11 +132,15 @@ class Peer(MessagingHandler):
             self.closes_left -= 1
             event.connection.condition = Condition("amqp:connection:forced", "scripted close")
             event.connection.close()
+            if self.args.hostile_close:
+                set_raw_description(pn_connection_condition(event.connection._impl), HOSTILE_DESCRIPTION)
             return
         if outcome == "accepted":
             delivery.update(Delivery.ACCEPTED)
         elif outcome == "rejected":
             delivery.update(Delivery.REJECTED)
+            if hostile:
+                set_raw_description(pn_disposition_condition(pn_delivery_local(delivery._impl)), HOSTILE_DESCRIPTION)
         elif outcome == "released":
             delivery.update(Delivery.RELEASED)
         else:
@@ -141,11 +165,13 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--reject", action="append")
+    parser.add_argument("--reject-hostile", action="append")
     parser.add_argument("--release", action="append")
     parser.add_argument("--modify", action="append")
     parser.add_argument("--reject-all-of-session")
     parser.add_argument("--close-after", type=int, default=0)
     parser.add_argument("--close-times", type=int, default=-1)
+    parser.add_argument("--hostile-close", action="store_true")
     parser.add_argument("--credit", type=int, default=1000)
     parser.add_argument("--control")
     args = parser.parse_args()

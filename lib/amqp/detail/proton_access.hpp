@@ -13,7 +13,8 @@
 namespace outboxd::amqp {
 
 // The error condition the peer attached to its disposition of `tracker`
-// ("amqp:precondition-failed: queue full"), or "" when it sent none.
+// ("amqp:precondition-failed: queue full"), or "" when it sent none. The
+// peer's text is untrusted: it comes back through core::safe_text.
 std::string remote_condition(const proton::tracker& tracker);
 
 // The delivery-failed / undeliverable-here flags of a remote `modified` outcome.

@@ -1,4 +1,4 @@
-// The HTTP endpoints over loopback sockets: /metrics, /healthz, /readyz, 404, bind failures.
+// The HTTP endpoints over loopback sockets: /metrics, /healthz, /readyz, 404, 405, bind failures.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -127,7 +127,7 @@ TEST_CASE("GET /readyz reports what is missing until everything is up", "[metric
   CHECK(get(server.port(), "/healthz").status == 200);
 }
 
-TEST_CASE("Other paths and methods are 404", "[metrics][http]") {
+TEST_CASE("Other paths are 404, other methods 405", "[metrics][http]") {
   Registry registry;
   Health health;
   HttpServer server(registry, health, seconds(30));
@@ -142,7 +142,8 @@ TEST_CASE("Other paths and methods are 404", "[metrics][http]") {
   httplib::Client client("127.0.0.1", server.port());
   auto posted = client.Post("/metrics", "x", "text/plain");
   REQUIRE(posted);
-  CHECK(posted->status == 404);
+  CHECK(posted->status == 405);
+  CHECK(posted->get_header_value("Allow") == "GET, HEAD");
 }
 
 TEST_CASE("A port in use is a fatal error naming the address and the reason", "[metrics][http]") {

@@ -345,26 +345,32 @@ TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][s
   const core::RowId other = insert(connection, {"other", "s3"});
   const std::string odd_error = "rejected: amqp:precondition-failed {\"x\"}, back\\slash, ü";
   const std::string long_error = std::string(999, 'e') + "üü";  // byte 1000 is inside the first ü
+  const std::string hostile_error = "rejected: bad \xFF\xC0 bytes\nFAKE line\x1b[2J";
 
+  // Invalid UTF-8 made PostgreSQL refuse the whole statement (22021), again
+  // on every retry: it is repaired, and control characters go too.
   REQUIRE(store.record_failures({{retry, 3, milliseconds(60000), odd_error, false},
-                                 {park, 10, milliseconds(0), long_error, true}},
+                                 {park, 10, milliseconds(0), long_error, true},
+                                 {later_in_session, 1, milliseconds(60000), hostile_error, false}},
                                 kLeaseOwner)
               .ok());
   const Rows rows = must(connection,
       "SELECT status, attempts, round(extract(epoch FROM next_attempt_at - now()))::bigint, last_error, "
       "octet_length(last_error) FROM outbox.messages WHERE id = ANY($1::bigint[]) ORDER BY id",
-      {int_array_literal(std::vector<core::RowId>{retry, park})});
+      {int_array_literal(std::vector<core::RowId>{retry, park, later_in_session})});
   CHECK(rows.text(0, 0) == "pending");
   CHECK(rows.int64(0, 1) == 3);
   CHECK(rows.int64(0, 2) == 60);
   CHECK(rows.text(0, 3) == odd_error);
-  CHECK(rows.text(1, 0) == "parked");
-  CHECK(rows.int64(1, 1) == 10);
-  CHECK(rows.is_null(1, 2));
-  CHECK(rows.int64(1, 4) == 999);  // 1000 bytes would split the first ü
+  CHECK(rows.text(1, 3) == "rejected: bad \xEF\xBF\xBD\xEF\xBF\xBD bytes FAKE line [2J");
+  CHECK(rows.text(2, 0) == "parked");
+  CHECK(rows.int64(2, 1) == 10);
+  CHECK(rows.is_null(2, 2));
+  // Cut within 1000 bytes, at a character boundary, with a note of how much was cut.
+  CHECK(rows.text(2, 3) == std::string(979, 'e') + " ... [24 bytes cut]");
+  CHECK(rows.int64(2, 4) == 998);
   // Both sessions are blocked now; the third flows.
   CHECK(claim_ids(store) == Ids{other});
-  (void)later_in_session;
   CHECK(store.record_failures({}, kLeaseOwner).ok());
 }
 
