@@ -21,10 +21,6 @@ dispatch::WakeupPolicy::Settings wakeup_settings(const config::DispatchConfig& d
   return {rate, 0.4 * rate, std::chrono::milliseconds(100), d.busy_poll};
 }
 
-dispatch::RowRef row_ref(const core::OutboxMessage& row) {
-  return {row.id, row.session_id.value_or(std::string()), row.attempts, row.partition};
-}
-
 }  // namespace
 
 dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
@@ -48,7 +44,7 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
       events_(ports.events),
       clock_(ports.clock),
       random_(ports.random),
-      planner_(planner_policy(config_.dispatch), clock_, random_),
+      book_(planner_policy(config_.dispatch), clock_, random_),
       leases_(config_.leases, instance_id_, clock_),
       service_(clock_),
       late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
@@ -126,16 +122,28 @@ int RunLoop::finish() {
   }
   broker_.stop();
   if (http_) http_->stop();
-  if (planner_.in_flight() > 0) {
-    spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", planner_.in_flight());
+  if (book_.in_flight() > 0) {
+    spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", book_.in_flight());
   }
   spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
   return exit_code_.value_or(0);
 }
 
 void RunLoop::apply_outcomes() {
-  auto batch = broker_.take_news();
-  for (const auto& event : batch.connection_events) {
+  auto news = broker_.take_news();
+  note_broker_connection(news.connection_events);
+  const auto before = book_.counters();
+  const auto now = clock_.now();
+  for (const auto& outcome : news.outcomes) {
+    if (outcome.outcome == core::DeliveryOutcome::accepted) observe_delay(metrics_.delay_to_accept, outcome.id, now);
+    book_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
+  }
+  count_outcomes(before, book_.counters());
+  if (!news.outcomes.empty() && !writes_since_ && !book_.pending_writes().empty()) writes_since_ = clock_.now();
+}
+
+void RunLoop::note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events) {
+  for (const auto& event : events) {
     if (event.up) {
       if (!broker_up_) spdlog::info("broker connected: {}", event.reason);
     } else {
@@ -146,37 +154,27 @@ void RunLoop::apply_outcomes() {
     }
     broker_up_ = event.up;
   }
-  std::size_t not_sent = 0;
-  const auto now = clock_.now();
-  for (const auto& outcome : batch.outcomes) {
-    planner_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
-    switch (outcome.outcome) {
-      case core::DeliveryOutcome::accepted:
-        metrics_.accepted.inc();
-        observe_delay(metrics_.delay_to_accept, outcome.id, now);
-        break;
-      case core::DeliveryOutcome::rejected: metrics_.rejected.inc(); break;
-      case core::DeliveryOutcome::released: metrics_.released.inc(); break;
-      case core::DeliveryOutcome::unknown: metrics_.unknown.inc(); break;
-      case core::DeliveryOutcome::not_sent: ++not_sent; break;
-    }
-  }
-  if (not_sent > 0) {
-    metrics_.not_sent.inc(not_sent);
-    spdlog::warn("{} row{} not sent: the lease fencing deadline passed before the AMQP thread could send {} "
-                 "(was the process stalled?); they go out again once the lease is confirmed",
-                 not_sent, not_sent == 1 ? "" : "s", not_sent == 1 ? "it" : "them");
-  }
-  if (!batch.outcomes.empty() && !writes_since_ && !planner_.pending_writes().empty()) {
-    writes_since_ = clock_.now();
-  }
+}
+
+// The planner counts outcomes, once; the metrics take its counts (an outcome
+// for a row no longer in flight is stale and not counted).
+void RunLoop::count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after) {
+  metrics_.accepted.inc(after.accepted - before.accepted);
+  metrics_.rejected.inc(after.rejected - before.rejected);
+  metrics_.released.inc(after.released - before.released);
+  metrics_.unknown.inc(after.unknown - before.unknown);
+  const auto not_sent = after.not_sent - before.not_sent;
+  if (not_sent == 0) return;
+  metrics_.not_sent.inc(not_sent);
+  spdlog::warn("{} row{} not sent: the lease fencing deadline passed before the AMQP thread could send {} "
+               "(was the process stalled?); they go out again once the lease is confirmed",
+               not_sent, not_sent == 1 ? "" : "s", not_sent == 1 ? "it" : "them");
 }
 
 core::Status RunLoop::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
-    claim_may_find_rows_ = true;
-    pass_.restart();
+    book_.restart_pass();
     notify_armed_ = false;
     late_commits_.clear();
     leases_.force_renewal();
@@ -193,20 +191,46 @@ void RunLoop::fail_database(const core::Error& error) {
   db_.lost(error);
 }
 
-void RunLoop::persist_decisions() {
-  const auto& writes = planner_.pending_writes();
-  if (writes.empty() || !db_.up()) return;
+// Accepted rows are marked in batches: a batch waits at most kMarkDelay, or
+// goes at once when full or when stopping.
+bool RunLoop::decisions_due() const {
+  const auto& writes = book_.pending_writes();
+  if (writes.empty() || !db_.up()) return false;
   const auto pending = writes.dispatched.size() + writes.failures.size();
-  const bool due = pending >= static_cast<std::size_t>(config_.dispatch.batch_size) || stopping_ ||
-                   (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
-  if (!due) return;
+  return pending >= static_cast<std::size_t>(config_.dispatch.batch_size) || stopping_ ||
+         (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
+}
+
+void RunLoop::persist_decisions() {
+  if (!decisions_due()) return;
   const auto started = clock_.now();
-  // Rows left alone by the statements: fenced off (the lease was lost
-  // meanwhile; the next owner publishes them again) or no longer pending.
+  const auto unchanged = write_decisions();
+  if (!unchanged) return;
+  if (*unchanged > 0) {
+    spdlog::warn("{} outcome{} not recorded: lease lost meanwhile (the next owner publishes again) or row no "
+                 "longer pending", *unchanged, *unchanged == 1 ? "" : "s");
+  }
+  const auto& writes = book_.pending_writes();
+  for (const auto& failure : writes.failures) count_failure(failure);
+  totals_.dispatched += writes.dispatched.size();
+  metrics_.dispatched.inc(writes.dispatched.size());
+  metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
+  book_.on_persisted();
+  writes_since_.reset();
+}
+
+// The marks, then the failures. Returns how many rows the statements left
+// alone: fenced off (the lease was lost meanwhile; the next owner publishes
+// them again) or no longer pending; nothing when a statement failed.
+std::optional<std::size_t> RunLoop::write_decisions() {
+  const auto& writes = book_.pending_writes();
   std::size_t unchanged = 0;
   if (!writes.dispatched.empty()) {
     auto marked = db_.rows().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
-    if (!marked) return fail_database(marked.error());
+    if (!marked) {
+      fail_database(marked.error());
+      return std::nullopt;
+    }
     unchanged += writes.dispatched.size() - static_cast<std::size_t>(marked.value());
   }
   if (!writes.failures.empty()) {
@@ -216,50 +240,26 @@ void RunLoop::persist_decisions() {
       records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
     }
     auto recorded = db_.rows().record_failures(records, instance_id_);
-    if (!recorded) return fail_database(recorded.error());
+    if (!recorded) {
+      fail_database(recorded.error());
+      return std::nullopt;
+    }
     unchanged += records.size() - static_cast<std::size_t>(recorded.value());
   }
-  if (unchanged > 0) {
-    spdlog::warn("{} outcome{} not recorded: lease lost meanwhile (the next owner publishes again) or row no "
-                 "longer pending", unchanged, unchanged == 1 ? "" : "s");
-  }
-  for (const auto& f : writes.failures) {
-    if (f.park) {
-      const auto row = rows_.find(f.id);
-      spdlog::warn("parked row {} (message_id {}) after {} attempts: {}", f.id,
-                   row == rows_.end() ? std::string("?") : row->second.message.message_id, f.attempts, f.error);
-      ++totals_.parked;
-      metrics_.parked.inc();
-    } else {
-      ++totals_.retried;
-      metrics_.retried.inc();
-    }
-  }
-  // A timeout now marked may have held back later rows of its session
-  // (outbox_sql.cpp, held_back): they can be claimed now. If this pass moved
-  // past some, a new pass finds them at once; it reads none of the rows we
-  // know, so it costs a walk over their index entries, not the whole backlog
-  // that the current pass has yet to cover.
-  if (std::any_of(writes.dispatched.begin(), writes.dispatched.end(), [this](core::RowId id) {
-        const auto row = rows_.find(id);
-        return row != rows_.end() && row->second.message.due_at.has_value();
-      })) {
-    claim_may_find_rows_ = true;
-    if (pass_.passed_over_any()) pass_.restart();
-  }
-  totals_.dispatched += writes.dispatched.size();
-  metrics_.dispatched.inc(writes.dispatched.size());
-  metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
-  planner_.on_persisted();
-  writes_since_.reset();
-  forget_rows(planner_.take_forgotten());
+  return unchanged;
 }
 
-void RunLoop::forget_rows(const std::vector<core::RowId>& ids) {
-  // A row forgotten earlier may have been claimed and added again since.
-  for (const auto id : ids) {
-    if (!planner_.knows(id)) rows_.erase(id);
+void RunLoop::count_failure(const dispatch::FailureWrite& failure) {
+  if (!failure.park) {
+    ++totals_.retried;
+    metrics_.retried.inc();
+    return;
   }
+  const auto* row = book_.find(failure.id);
+  spdlog::warn("parked row {} (message_id {}) after {} attempts: {}", failure.id,
+               row == nullptr ? std::string("?") : row->message_id, failure.attempts, failure.error);
+  ++totals_.parked;
+  metrics_.parked.inc();
 }
 
 void RunLoop::keep_leases() {
@@ -267,72 +267,43 @@ void RunLoop::keep_leases() {
   std::vector<int> stopped;
   std::vector<int> gained;
   if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
-  for (const int partition : stopped) planner_.drop_partition(partition);
-  if (!stopped.empty()) forget_rows(planner_.take_forgotten());
-  if (!gained.empty()) {
-    // Rows of a new partition may lie below the cursor of the current pass.
-    pass_.restart();
-    claim_may_find_rows_ = true;
-  }
+  book_.drop_partitions(stopped);
+  if (!gained.empty()) book_.restart_pass();  // rows of a new partition may lie below the cursor
   release_drained();
 }
 
-// A draining partition is released once the planner knows none of its rows:
-// every in-flight row has its outcome and that outcome is persisted, so the
-// next owner neither publishes them again nor finds its marks fenced off.
+// A draining partition is released once none of its rows is held any more.
 void RunLoop::release_drained() {
   const auto& draining = leases_.draining();
   if (draining.empty() || !db_.up()) return;
-  std::vector<int> busy;
-  for (const auto& [id, row] : rows_) {
-    if (planner_.knows(id) && std::binary_search(draining.begin(), draining.end(), row.message.partition)) {
-      busy.push_back(row.message.partition);
-    }
-  }
-  std::sort(busy.begin(), busy.end());
-  std::vector<int> drained;
-  std::set_difference(draining.begin(), draining.end(), busy.begin(), busy.end(), std::back_inserter(drained));
+  const auto drained = book_.drained(draining);
   if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
 }
 
 void RunLoop::claim_rows() {
   if (!claim_possible()) return;
-  const auto room = planner_.claim_room();
-  const auto batch = static_cast<std::size_t>(config_.dispatch.batch_size);
-  const auto limit = std::min(room, batch);
+  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size));
   const auto started = clock_.now();
-  auto claimed = db_.rows().claim(leases_.partitions(), static_cast<int>(limit), pass_.cursor(),
-                                  claimable_known_rows());
-  if (!claimed) return fail_database(claimed.error());
+  auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
+                               request.known);
+  if (!sets) return fail_database(sets.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
-  auto result = dispatch::merge_claim(std::move(claimed).value(), limit);
-  // A row held back behind a due timeout is passed over by this pass; its
-  // session's later rows must wait for the next pass too, or they would
-  // overtake it once the timeout is marked.
-  for (const auto& held : result.held_back) pass_.pass_over(held.id, held.session);
-  std::vector<dispatch::RowRef> refs;
-  refs.reserve(result.rows.size());
-  for (auto& row : result.rows) {
-    if (planner_.knows(row.id) || pass_.waits(row.id, row.session_id)) continue;
-    refs.push_back(row_ref(row));
-    const auto due_since = started - row.due_for;
-    rows_.insert_or_assign(row.id, KnownRow{std::move(row), due_since});
-  }
-  metrics_.claimed.inc(planner_.add(refs));
-  // Rows the planner refused (their session's park is not persisted yet).
-  for (const auto& ref : refs) {
-    if (!planner_.knows(ref.id)) rows_.erase(ref.id);
-  }
-  wakeup_policy_.on_claim(result.rows.size(), clock_.now());
-  pass_.on_claim(result.immediate_full, result.last_immediate_id);
-  if (result.more()) {
+  const auto claimed = book_.on_claim(std::move(sets).value(), request, started);
+  metrics_.claimed.inc(claimed.added);
+  wakeup_policy_.on_claim(claimed.rows, clock_.now());
+  after_claim(claimed);
+}
+
+// How the next claim comes about: at once while batches come back full, else
+// at the next due row, a NOTIFY, the poll, or the busy poll while rows pour in.
+void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
+  if (claimed.more) {
     // A backlog: we keep claiming without being told, so writers need not NOTIFY.
     if (notify_armed_) arm_notify(false);
     return;
   }
-  claim_may_find_rows_ = false;
   next_due_.reset();
-  if (result.next_due) next_due_ = clock_.now() + *result.next_due;
+  if (claimed.next_due) next_due_ = clock_.now() + *claimed.next_due;
   if (wakeup_policy_.busy()) {
     // Rows pour in: writers need not NOTIFY, we look again shortly.
     if (notify_armed_) arm_notify(false);
@@ -340,30 +311,14 @@ void RunLoop::claim_rows() {
   }
 }
 
-// The rows we know that the claim could return again: immediate rows ahead of
-// the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
-// by the claim, they cost it nothing and leave its batch to new rows.
-std::vector<core::RowId> RunLoop::claimable_known_rows() const {
-  std::vector<core::RowId> ids;
-  for (const auto& [id, known] : rows_) {
-    if (id > pass_.cursor() || known.message.due_at) ids.push_back(id);
-  }
-  return ids;
-}
-
 void RunLoop::publish_ready() {
   if (stopping_ || !broker_up_ || !leases_.may_publish()) return;
-  const auto ids = planner_.take_ready();
-  if (ids.empty()) return;
-  std::vector<core::OutboxMessage> batch;
-  batch.reserve(ids.size());
+  auto rows = book_.take_ready();
+  if (rows.empty()) return;
   const auto now = clock_.now();
-  for (const auto id : ids) {
-    batch.push_back(rows_.at(id).message);
-    observe_delay(metrics_.delay_to_publish, id, now);
-  }
-  metrics_.published.inc(batch.size());
-  broker_.send(std::move(batch), leases_.valid_until());
+  for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, row.id, now);
+  metrics_.published.inc(rows.size());
+  broker_.send(std::move(rows), leases_.valid_until());
 }
 
 void RunLoop::update_health() {
@@ -372,8 +327,8 @@ void RunLoop::update_health() {
   health_.database_up = db_.up();
   health_.broker_up = broker_up_;
   health_.leases_held = leases_.may_publish();
-  metrics_.in_flight.set(static_cast<std::int64_t>(planner_.in_flight()));
-  metrics_.buffered.set(static_cast<std::int64_t>(planner_.buffered()));
+  metrics_.in_flight.set(static_cast<std::int64_t>(book_.in_flight()));
+  metrics_.buffered.set(static_cast<std::int64_t>(book_.buffered()));
   metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
 }
 
@@ -396,9 +351,9 @@ void RunLoop::log_stats() {
   report_status(true);
   const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
   const auto delta = totals_.dispatched - last_stats_.dispatched;
-  if (delta > 0 || planner_.in_flight() > 0 || planner_.buffered() > 0) {
+  if (delta > 0 || book_.in_flight() > 0 || book_.buffered() > 0) {
     spdlog::info("dispatched {} ({:.0f}/s), in flight {}, buffered {}, retried {}, parked {}", delta,
-                 static_cast<double>(delta) / seconds, planner_.in_flight(), planner_.buffered(),
+                 static_cast<double>(delta) / seconds, book_.in_flight(), book_.buffered(),
                  totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
   }
   last_stats_ = totals_;
@@ -414,13 +369,13 @@ void RunLoop::schedule_stats(core::SteadyTime now) {
 // From the moment a row became due (its claim's start less how long the
 // database says it had been due) to `now`.
 void RunLoop::observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now) {
-  if (const auto row = rows_.find(id); row != rows_.end()) {
-    histogram.observe(std::chrono::duration<double>(now - row->second.due_since).count());
+  if (const auto due_since = book_.due_since(id)) {
+    histogram.observe(std::chrono::duration<double>(now - *due_since).count());
   }
 }
 
 bool RunLoop::finished_stopping() const {
-  return (planner_.in_flight() == 0 && planner_.pending_writes().empty()) || clock_.now() >= stop_deadline_;
+  return (book_.in_flight() == 0 && book_.pending_writes().empty()) || clock_.now() >= stop_deadline_;
 }
 
 }  // namespace outboxd::daemon

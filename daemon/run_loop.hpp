@@ -5,7 +5,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "config/config.hpp"
@@ -15,10 +14,9 @@
 #include "daemon/ports.hpp"
 #include "daemon/run_loop_metrics.hpp"
 #include "daemon/service_manager.hpp"
-#include "dispatch/claim_merge.hpp"
-#include "dispatch/claim_pass.hpp"
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
+#include "dispatch/row_book.hpp"
 #include "dispatch/wakeup_policy.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
@@ -64,7 +62,6 @@ class RunLoop {
   core::Status keep_database();
   void persist_decisions();
   void keep_leases();
-  void release_drained();
   void claim_rows();
   void publish_ready();
   void purge_finished();
@@ -72,11 +69,17 @@ class RunLoop {
   void sleep_until_next_event();
   void update_health();
 
+  // Parts of those steps.
+  void note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events);
+  void count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after);
+  bool decisions_due() const;
+  std::optional<std::size_t> write_decisions();
+  void count_failure(const dispatch::FailureWrite& failure);
+  void release_drained();
+  void after_claim(const dispatch::RowBook::Claimed& claimed);
   bool finished_stopping() const;
-  std::vector<core::RowId> claimable_known_rows() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
-  void forget_rows(const std::vector<core::RowId>& ids);
   bool claim_possible() const;
   void arm_notify(bool armed);
   void check_late_commits();
@@ -93,23 +96,11 @@ class RunLoop {
   Events& events_;
   const core::Clock& clock_;
   core::RandomSource& random_;
-  dispatch::Planner planner_;
+  dispatch::RowBook book_;  // the rows held, the claim pass and the planner: every rule
   LeaseKeeper leases_;
   ServiceManager service_;
   bool announced_ready_ = false;
 
-  // Payloads of the rows the planner knows, by id, with the moment each
-  // became due on our steady clock (claim time less how long it had been due).
-  struct KnownRow {
-    core::OutboxMessage message;
-    core::SteadyTime due_since;
-  };
-  std::unordered_map<core::RowId, KnownRow> rows_;
-
-  // Claim bookkeeping: `claim_may_find_rows_` means a claim may find rows; `pass_` is
-  // where the current pass over immediate rows stands.
-  bool claim_may_find_rows_ = true;
-  dispatch::ClaimPass pass_;
   bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour

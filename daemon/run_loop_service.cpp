@@ -21,7 +21,7 @@ void RunLoop::handle_signals() {
     }
     if (!stopping_) {
       spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
-                   config_.dispatch.shutdown_timeout.count(), planner_.in_flight());
+                   config_.dispatch.shutdown_timeout.count(), book_.in_flight());
       stopping_ = true;
       health_.stopping = true;
       service_.stopping();
@@ -61,7 +61,7 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
   if (log_changed) init_logging(config_);
   if (plan.applied.empty() && plan.needs_restart.empty()) spdlog::info("reload: no changes");
   if (!plan.applied.empty()) {
-    planner_.set_policy(planner_policy(config_.dispatch));
+    book_.set_policy(planner_policy(config_.dispatch));
     const auto now = clock_.now();
     next_poll_ = std::min(next_poll_, now + config_.dispatch.poll_interval);
     next_purge_ = std::min(next_purge_, now + config_.retention.purge_interval);
@@ -82,11 +82,11 @@ void RunLoop::announce_ready() {
 }
 
 void RunLoop::report_status(bool refresh) {
-  if (stopping_) return service_.status("stopping", fmt::format("{} in flight", planner_.in_flight()), refresh);
+  if (stopping_) return service_.status("stopping", fmt::format("{} in flight", book_.in_flight()), refresh);
   if (!db_.up()) return service_.status("connecting to the database", "", refresh);
   if (!broker_up_) return service_.status("waiting for the broker", "", refresh);
   if (!leases_.may_publish()) return service_.status("waiting for partition leases", "", refresh);
-  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", planner_.in_flight(), totals_.dispatched),
+  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), totals_.dispatched),
                   refresh);
 }
 

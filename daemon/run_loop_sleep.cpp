@@ -33,12 +33,12 @@ void RunLoop::check_late_commits() {
   if (!late_commits_.check_due(clock_.now()) || !db_.up()) return;
   auto open = db_.rows().still_open(late_commits_.watched());
   if (!open) return fail_database(open.error());
-  if (late_commits_.update(std::move(open).value(), clock_.now())) claim_may_find_rows_ = true;
+  if (late_commits_.update(std::move(open).value(), clock_.now())) book_.expect_rows();
 }
 
 bool RunLoop::claim_possible() const {
-  const auto half_batch = static_cast<std::size_t>(config_.dispatch.batch_size) / 2;
-  return claim_may_find_rows_ && !stopping_ && db_.up() && leases_.may_publish() && planner_.claim_room() > half_batch;
+  return book_.claim_may_find_rows() && !stopping_ && db_.up() && leases_.may_publish() &&
+         book_.room_for_claim(static_cast<std::size_t>(config_.dispatch.batch_size));
 }
 
 milliseconds RunLoop::sleep_budget() {
@@ -48,7 +48,7 @@ milliseconds RunLoop::sleep_budget() {
   auto consider = [&](std::optional<core::SteadyTime> t) {
     if (t) deadline = std::min(deadline, *t);
   };
-  consider(planner_.next_wakeup());
+  consider(book_.next_retry());
   consider(next_due_);
   consider(service_.next_ping());
   consider(next_busy_claim_);
@@ -69,35 +69,35 @@ milliseconds RunLoop::sleep_budget() {
 
 void RunLoop::sleep_until_next_event() {
   if (claim_possible()) return;  // more to read right away
-  if (!claim_may_find_rows_ && !notify_armed_ && db_.notifications() && !wakeup_policy_.busy() && db_.up() &&
+  if (!book_.claim_may_find_rows() && !notify_armed_ && db_.notifications() && !wakeup_policy_.busy() && db_.up() &&
       !stopping_) {
     // Caught up: ask writers to NOTIFY, then look once more, because a row
     // committed between the last claim and the arming sent no notification.
     // Without NOTIFY (a transaction pooler and no listen_url) writers are
     // never asked to send one, and the poll finds their rows.
     arm_notify(true);
-    claim_may_find_rows_ = true;
+    book_.expect_rows();
     if (claim_possible()) return;
   }
   // libpq reads a NOTIFY that arrives during a statement along with its
   // results and queues it: the socket will not become readable for it.
   if (db_.drain_notifications()) {
-    claim_may_find_rows_ = true;
+    book_.expect_rows();
     if (claim_possible()) return;
   }
   const auto ready = events_.wait(db_.socket(), sleep_budget());
-  if (ready.database && db_.drain_notifications()) claim_may_find_rows_ = true;
+  if (ready.database && db_.drain_notifications()) book_.expect_rows();
   const auto now = clock_.now();
   if (now >= next_poll_) {
-    claim_may_find_rows_ = true;
+    book_.expect_rows();
     next_poll_ = now + config_.dispatch.poll_interval;
   }
   if (next_due_ && now >= *next_due_) {
-    claim_may_find_rows_ = true;
+    book_.expect_rows();
     next_due_.reset();
   }
   if (next_busy_claim_ && now >= *next_busy_claim_) {
-    claim_may_find_rows_ = true;
+    book_.expect_rows();
     next_busy_claim_.reset();
   }
   check_late_commits();
