@@ -106,8 +106,8 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
     return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);
   }
   // The clock is read per row: the thread may have stalled anywhere in the batch.
-  links_.enqueue(connection_, row.destination, target_for(row.destination, broker_.profile),
-                 {row.id, std::move(message).value(), now(), send_before});
+  links_.queue_delivery(connection_, row.destination, target_for(row.destination, broker_.profile),
+                        {row.id, std::move(message).value(), now(), send_before});
 }
 
 void ConnectionHandler::connection_lost(const std::string& reason, bool close_it) {

@@ -19,10 +19,10 @@
 
 namespace outboxd::amqp {
 
-using Batch = std::vector<core::OutboxMessage>;
+using Rows = std::vector<core::OutboxMessage>;
 
 struct FencedBatch {
-  Batch rows;
+  Rows rows;
   core::SteadyTime send_before;
 };
 
@@ -41,7 +41,7 @@ class Publisher::Impl {
   }
 
   core::Status start();
-  void publish(Batch batch, core::SteadyTime send_before);
+  void publish(Rows batch, core::SteadyTime send_before);
   void stop();
   bool connected() const { return connected_; }
   bool plain_over_cleartext() const { return settings_ && settings_->plain_over_cleartext; }
@@ -50,7 +50,7 @@ class Publisher::Impl {
   void run();
   void run_container(std::string& exit_reason);
   void drain_inbox();
-  void answer_unknown(Batch& batch, const std::string& reason);
+  void answer_unknown(Rows& batch, const std::string& reason);
   void answer_leftovers(const std::string& reason);
 
   const config::BrokerConfig broker_;
@@ -94,7 +94,7 @@ core::Status Publisher::Impl::start() {
   return {};
 }
 
-void Publisher::Impl::publish(Batch batch, core::SteadyTime send_before) {
+void Publisher::Impl::publish(Rows batch, core::SteadyTime send_before) {
   if (batch.empty()) return;
   std::string reason;
   {
@@ -183,7 +183,7 @@ void Publisher::Impl::run_container(std::string& exit_reason) {
   }
 }
 
-void Publisher::Impl::answer_unknown(Batch& batch, const std::string& reason) {
+void Publisher::Impl::answer_unknown(Rows& batch, const std::string& reason) {
   for (const auto& row : batch) sink_.on_outcome({row.id, core::DeliveryOutcome::unknown, reason});
 }
 
