@@ -39,7 +39,8 @@ SELECT results_eq(
            ('last_error', 'text', 'YES', '', 'NO'),
            ('dispatched_at', 'timestamp with time zone', 'YES', '', 'NO'),
            ('cancelled_at', 'timestamp with time zone', 'YES', '', 'NO'),
-           ('partition', 'integer', 'NO', '0', 'NO')$$,
+           ('partition', 'integer', 'NO', '0', 'NO'),
+           ('writer', 'text', 'YES', 'SESSION_USER', 'NO')$$,
   'outbox.messages has the columns of the SQL contract');
 SELECT is((SELECT attidentity::text FROM pg_attribute
             WHERE attrelid = 'outbox.messages'::regclass AND attname = 'id'), 'a',

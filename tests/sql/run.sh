@@ -67,7 +67,7 @@ for script in "$root"/sql/[0-9][0-9][0-9]_*.sql; do
 done
 in_template -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION dblink' -f "$here/support/helpers.sql" >/dev/null
 
-export OUTBOXD_SQLTEST_URL=$url OUTBOXD_SQLTEST_TEMPLATE=$template
+export OUTBOXD_SQLTEST_URL=$url OUTBOXD_SQLTEST_TEMPLATE=$template OUTBOXD_SQLTEST_ROOT=$root
 
 tests=()
 options=()
