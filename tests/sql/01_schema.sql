@@ -71,7 +71,8 @@ SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'me
   'attempts', 'last_error', 'created_at', 'updated_at']);
 SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], 'compensation message ids are unique');
 
-SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_requeue']);
+SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_requeue',
+                                                'messages_wakeup_reschedule']);
 
 SELECT is((SELECT partition_count FROM outbox.settings), 64, 'default partition count is 64');
 SELECT results_eq('SELECT partition, owner, epoch FROM outbox.leases ORDER BY partition',
@@ -115,8 +116,9 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.messages_set_partition()'),
-           ('outbox.notify_wakeup()')$$,
-  'security definer: exactly enqueue, cancel and the triggers that look for an idle instance');
+           ('outbox.notify_wakeup()'),
+           ('outbox.reschedule(text,timestamp with time zone)')$$,
+  'security definer: exactly enqueue, cancel, reschedule and the triggers that look for an idle instance');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
