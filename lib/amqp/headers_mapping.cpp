@@ -113,14 +113,14 @@ class PropertyReader : public nlohmann::json_sax<json> {
     return put(proton::scalar(static_cast<std::int64_t>(value)));
   }
   bool number_float(number_float_t value, const string_t& text) override {
-    if (text.find_first_of(".eE") == std::string::npos) return refuse("integers must fit a signed 64-bit long");
+    if (!has_point(text)) return refuse("integers must fit a signed 64-bit long");
     return put(proton::scalar(double{value}));
   }
   bool string(string_t& value) override { return put(proton::scalar(value)); }
   bool binary(binary_t&) override { return refuse("binary values are not supported"); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) override {
+  bool parse_error(std::size_t, const std::string& token, const nlohmann::detail::exception& error) override {
     // A number beyond a double stops the parser (out_of_range.406) instead of becoming infinity.
-    if (error.id == kNumberOverflow && depth_ == 1) return refuse("numbers must fit a double");
+    if (error.id == kNumberOverflow && depth_ == 1) return number_too_large(token);
     return fail("headers: not a JSON object");
   }
 
@@ -129,6 +129,11 @@ class PropertyReader : public nlohmann::json_sax<json> {
     if (depth_ != 1) return fail("headers: not a JSON object");
     properties_.put(key_, value);
     return true;
+  }
+  // jsonb prints no exponents: a number without a point is an integer.
+  static bool has_point(std::string_view text) { return text.find_first_of(".eE") != std::string_view::npos; }
+  bool number_too_large(std::string_view text) {
+    return refuse(has_point(text) ? "numbers must fit a double" : "integers must fit a signed 64-bit long");
   }
   bool refuse(const char* rule) { return fail("headers: key " + shown(key_) + ": " + rule); }
   bool fail(std::string problem) {

@@ -209,6 +209,9 @@ TEST_CASE("headers that cannot be application properties are rejected", "[amqp]"
   CHECK(reason(R"({"inner":{"x":1}})") == R"(headers: key "inner": arrays and objects are not supported)");
   CHECK(reason(R"({"big":18446744073709551615})") == R"(headers: key "big": integers must fit a signed 64-bit long)");
   CHECK(reason(R"({"huge":1e400})") == R"(headers: key "huge": numbers must fit a double)");
+  // How jsonb prints 1e400: an integer, too large.
+  CHECK(reason(R"({"huge":1)" + std::string(400, '0') + "}") ==
+        R"(headers: key "huge": integers must fit a signed 64-bit long)");
   CHECK(reason("{\"a\\u001b[2J\\nb\":1}") ==
         R"(headers: key "a\u001b[2J\nb": keys are 1..128 characters without control characters)");
   CHECK(reason(R"({"x-opt-to":"q"})") == R"(headers: key "x-opt-to": reserved by the AMQP specification or a broker)");

@@ -1,0 +1,195 @@
+"""Timeouts that move: reschedule() earlier while outboxd idles or works, against the claim, `outboxd fire`, and rows parked at once."""
+
+import collections
+import threading
+import time
+
+import pytest
+
+from harness import Broker, Consumer, Daemon, enqueue, run_cli, unique, wait_until, write_config
+
+
+@pytest.fixture
+def broker():
+    return Broker("rabbitmq")
+
+
+def start_daemon(workdir, database, broker):
+    """outboxd with a fallback poll that never comes during a test: only a wake-up finds a moved row."""
+    config = write_config(f"{workdir}/outboxd.yaml", database, broker, dispatch={"poll_interval_ms": 60000})
+    run_cli("migrate", "-c", config)
+    return config, Daemon(config).start()
+
+
+def schedule(database, queue, message_id, due="1 hour"):
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT now() + %s::interval", (due,))
+        enqueue(cur, queue, message_id, b"timeout", due_at=cur.fetchone()[0])
+
+
+def reschedule(database, message_id, delay):
+    """Moves the row to now() + delay s and commits; returns (moved, new due time as epoch seconds)."""
+    with database.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT outbox.reschedule(%s, now() + %s * interval '1 second'), "
+                    "extract(epoch FROM now() + %s * interval '1 second')::float8", (message_id, delay, delay))
+        return cur.fetchone()
+
+
+def attach(database, consumer, queue):
+    """Sends one message first: the first row to a destination also waits for its link to attach."""
+    with database.connect() as conn, conn.cursor() as cur:
+        enqueue(cur, queue, unique("attach"), b"")
+    consumer.receive(1, timeout=10)
+
+
+def lateness_of_moved_row(database, consumer, message_id, delay):
+    moved, due = reschedule(database, message_id, delay)
+    assert moved is True
+    [message] = consumer.receive(1, timeout=10)
+    assert message.id == message_id
+    return consumer.received[-1][0] - due
+
+
+def test_row_moved_earlier_arrives_at_its_new_time_while_idle(workdir, database, broker):
+    queue = unique("moved-idle")
+    consumer = Consumer(broker, queue)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        attach(database, consumer, queue)
+        schedule(database, queue, "t-later")  # the daemon's next due time: an hour away
+        schedule(database, queue, "t-now")
+        consumer.quiet_for(1.0)  # idle, armed
+        to_soon = lateness_of_moved_row(database, consumer, "t-later", 1.0)
+        consumer.quiet_for(0.5)
+        to_now = lateness_of_moved_row(database, consumer, "t-now", 0)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert -0.002 <= to_soon < 0.1, f"moved to now + 1 s: arrived {to_soon:.3f} s after its new due time"
+    assert -0.002 <= to_now < 0.1, f"moved to now(): arrived {to_now:.3f} s after the commit"
+
+
+def test_row_moved_earlier_arrives_at_its_new_time_while_busy(workdir, database, broker):
+    queue, busy_queue = unique("moved-busy"), unique("busy")
+    consumer = Consumer(broker, queue)  # busy_queue fills up unread: RabbitMQ keeps it
+    config, daemon = start_daemon(workdir, database, broker)
+    stop = threading.Event()
+
+    def keep_busy():
+        # Not `with conn`: psycopg2 would make it one transaction.
+        conn = database.connect()
+        try:
+            with conn.cursor() as cur:
+                i = 0
+                while not stop.is_set():
+                    enqueue(cur, busy_queue, f"busy-{i}", b"x")
+                    i += 1
+        finally:
+            conn.close()
+
+    writer = threading.Thread(target=keep_busy)
+    try:
+        attach(database, consumer, queue)
+        schedule(database, queue, "t-busy")
+        writer.start()
+        time.sleep(1.0)  # rows pour in: no NOTIFY, the daemon claims every busy_poll_ms
+        assert database.query("SELECT bool_or(idle) FROM outbox.instances") == [(False,)], "not busy"
+        lateness = lateness_of_moved_row(database, consumer, "t-busy", 1.0)
+    finally:
+        stop.set()
+        writer.join()
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert -0.002 <= lateness < 0.1, f"arrived {lateness:.3f} s after its new due time"
+
+
+def test_rows_rescheduled_while_they_fall_due_are_sent_once_each(workdir, database, broker):
+    """Each row either stays with the claim (reschedule false, or NULL once sent and deleted; sent at
+    its old time) or moves (true, sent at its new time): never both, never neither."""
+    queue = unique("race")
+    count = 200
+    consumer = Consumer(broker, queue, credit=1000)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        with database.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT now() + interval '1.5 seconds'")
+            due = cur.fetchone()[0]
+            for i in range(count):
+                # Spread over 200 ms, so that the reschedules below meet rows in every state.
+                cur.execute("SELECT %s::timestamptz + %s * interval '1 millisecond'", (due, i))
+                enqueue(cur, queue, f"race-{i}", b"x", due_at=cur.fetchone()[0])
+        wait_until(lambda: time.time() >= due.timestamp() - 0.1, timeout=5)
+        answers = {}
+        with database.connect() as conn, conn.cursor() as cur:
+            # About 2 ms apart: the reschedules walk along the rows as they fall due and are claimed.
+            for i in range(count):
+                cur.execute("SELECT outbox.reschedule(%s, now() + interval '1 second')", (f"race-{i}",))
+                answers[f"race-{i}"] = cur.fetchone()[0]
+                time.sleep(0.002)
+        consumer.receive(count, timeout=20)
+        extra = consumer.quiet_for(1.5)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    sent = collections.Counter(message.id for _, message in consumer.received)
+    assert extra == []
+    assert set(sent) == set(answers), "a row was lost"
+    assert max(sent.values()) == 1, f"sent twice: {[i for i, n in sent.items() if n > 1]}"
+    # False: due or in flight; None: sent and already deleted (retention mode delete).
+    assert True in answers.values() and {False, None} & set(answers.values()), "the race did not happen"
+
+
+def test_fire_makes_a_timeout_due_now_and_says_who_and_when(workdir, database, broker):
+    queue = unique("fire")
+    consumer = Consumer(broker, queue)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        attach(database, consumer, queue)
+        schedule(database, queue, "t-fire")
+        schedule(database, queue, "t-session-1")
+        with database.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT now() + interval '1 hour'")
+            enqueue(cur, queue, "t-session-2", b"x", session_id="s-1", due_at=cur.fetchone()[0])
+        consumer.quiet_for(1.0)
+        fired = run_cli("fire", "-c", config, "t-fire")
+        started = time.time()
+        [message] = consumer.receive(1, timeout=10)
+        latency = consumer.received[-1][0] - started
+        by_session = run_cli("fire", "-c", config, "--session", "s-1")
+        [session_message] = consumer.receive(1, timeout=10)
+        again = run_cli("fire", "-c", config, "t-fire", check=False)
+        usage = run_cli("fire", "-c", config, check=False)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert message.id == "t-fire"
+    assert latency < 0.1, f"sent {latency:.3f} s after outboxd fire returned"
+    assert "t-fire: 1 scheduled row due now (" in fired.stdout
+    assert "by database role postgres)" in fired.stdout
+    assert session_message.id == "t-session-2"
+    assert "session s-1: 1 scheduled row due now" in by_session.stdout
+    assert again.returncode == 1 and "fire: 0 scheduled rows" in again.stdout
+    assert usage.returncode == 2
+    assert database.query("SELECT status FROM outbox.messages WHERE message_id = 't-session-1'") == [("pending",)]
+
+
+def test_a_row_that_cannot_be_mapped_is_parked_at_once(workdir, database, broker):
+    """A row from before the header rules (here: changed by hand) is parked at its first attempt."""
+    queue = unique("unsendable")
+    consumer = Consumer(broker, queue)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        with database.connect(autocommit=False) as conn, conn.cursor() as cur:
+            enqueue(cur, queue, "bad-1", b"x", session_id="s-bad")
+            enqueue(cur, queue, "after-bad-1", b"x", session_id="s-bad")
+            cur.execute("""UPDATE outbox.messages SET headers = '{"big": 1e400}' WHERE message_id = 'bad-1'""")
+        wait_until(lambda: database.query("SELECT status FROM outbox.messages WHERE message_id = 'bad-1'")
+                   == [("parked",)], timeout=5, what="bad-1 parked")
+        held = consumer.quiet_for(0.5)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    [(attempts, error)] = database.query("SELECT attempts, last_error FROM outbox.messages WHERE message_id = 'bad-1'")
+    assert attempts == 1
+    assert error == 'headers: key "big": integers must fit a signed 64-bit long'
+    assert held == [], "the session waits behind its parked row"
