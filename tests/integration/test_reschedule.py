@@ -1,6 +1,8 @@
 """Timeouts that move: reschedule() earlier while outboxd idles or works, against the claim, `outboxd fire`, and rows parked at once."""
 
 import collections
+import os
+import subprocess
 import threading
 import time
 
@@ -193,3 +195,42 @@ def test_a_row_that_cannot_be_mapped_is_parked_at_once(workdir, database, broker
     assert attempts == 1
     assert error == 'headers: key "big": integers must fit a signed 64-bit long'
     assert held == [], "the session waits behind its parked row"
+
+
+def documented_block(language):
+    """The ```language block of docs/sql.md, "Timeouts in integration tests"."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "sql.md")) as f:
+        section = f.read().split("### Timeouts in integration tests", 1)[1].split("\n### ", 1)[0]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def test_documented_recipes_fire_a_timeout(workdir, database, broker):
+    """The psql and Python recipes of docs/sql.md, run as written."""
+    queue = unique("recipes")
+    consumer = Consumer(broker, queue)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        attach(database, consumer, queue)
+        with database.connect() as conn, conn.cursor() as cur:
+            for workflow in ("order-42", "order-43"):
+                cur.execute("SELECT workflow.start(%s, 'order', 'AwaitingPayment')", (workflow,))
+                cur.execute("SELECT workflow.set_timeout(%s, %s, now() + interval '1 day', %s, 'late')",
+                            (workflow, f"{workflow}:payment-timeout:1", queue))
+        psql = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database.url],
+                              input=documented_block("sql"), capture_output=True, text=True, timeout=60)
+        assert psql.returncode == 0, psql.stderr
+        assert psql.stdout.split() == ["t", "AwaitingPayment"]
+        [first] = consumer.receive(1, timeout=10)
+
+        recipe = {}
+        exec(documented_block("python"), recipe)
+        recipe["fire_timeout"](database.url, "order-43:payment-timeout:1",
+                               "SELECT count(*) = 0 FROM outbox.messages "
+                               "WHERE message_id = 'order-43:payment-timeout:1' AND status = 'pending'")
+        [second] = consumer.receive(1, timeout=10)
+        with pytest.raises(LookupError):  # sent, and deleted by the default retention
+            recipe["fire_timeout"](database.url, "order-43:payment-timeout:1", "SELECT true")
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert (first.id, second.id) == ("order-42:payment-timeout:1", "order-43:payment-timeout:1")
