@@ -18,7 +18,8 @@
 --     belong to no writer: a DBA may assign them (docs/sql.md, Roles).
 --   - enqueue() compares a repeated message_id only with the caller's own
 --     row; another writer's row, or different content, raises the same
---     23505 without DETAIL. cancel() sees only the caller's own rows.
+--     23505 without DETAIL. cancel() sees only the caller's own rows, through
+--     lock_waiting_row(), which reschedule() (010) shares.
 --   - headers_problem() and destination_problem() hold the rules (docs/sql.md,
 --     "Headers" and "Destinations"); enqueue() raises 22023 naming the rule,
 --     a plain INSERT 23514 (constraints messages_headers_valid and
@@ -351,10 +352,8 @@ COMMENT ON FUNCTION enqueue(text, text, bytea, text, text, text, text, text, tex
   'raises SQLSTATE 23505 without details. Invalid fields raise SQLSTATE 22023 naming the field. '
   'Idempotency lasts as long as the row is kept (retention).';
 
-CREATE OR REPLACE FUNCTION cancel(message_id text)
-RETURNS boolean
+CREATE FUNCTION lock_waiting_row(message_id text, OUT row_id bigint, OUT waiting boolean)
 LANGUAGE plpgsql
-SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
@@ -370,15 +369,44 @@ BEGIN
   -- The first look takes no lock, so that a row we leave alone is not held
   -- back from the claim until the caller commits. Another writer's row is
   -- "not found".
-  SELECT * INTO target FROM messages m WHERE m.message_id = cancel.message_id AND m.writer = session_user;
-  IF NOT FOUND OR target.status <> 'pending' OR target.due_at <= clock_timestamp() THEN
+  SELECT * INTO target FROM messages m
+   WHERE m.message_id = lock_waiting_row.message_id AND m.writer = session_user;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  row_id := target.id;
+  waiting := target.status = 'pending' AND target.due_at > clock_timestamp();
+  IF NOT waiting THEN
+    RETURN;
+  END IF;
+  SELECT * INTO target FROM messages m WHERE m.id = row_id FOR UPDATE;
+  IF NOT FOUND THEN
+    row_id := NULL;  -- purged meanwhile
+    waiting := NULL;
+    RETURN;
+  END IF;
+  waiting := target.status = 'pending' AND target.due_at > clock_timestamp();
+END
+$$;
+
+COMMENT ON FUNCTION lock_waiting_row(text) IS
+  'Internal, for cancel() and reschedule(): the caller''s row with this message_id (row_id NULL if none) '
+  'and whether it is still waiting (pending, not yet due by the clock); a waiting row is locked FOR UPDATE.';
+
+CREATE OR REPLACE FUNCTION cancel(message_id text)
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+  target record;
+BEGIN
+  SELECT * INTO target FROM lock_waiting_row(cancel.message_id);
+  IF NOT coalesce(target.waiting, false) THEN
     RETURN false;
   END IF;
-  SELECT * INTO target FROM messages m WHERE m.id = target.id FOR UPDATE;
-  IF NOT FOUND OR target.status <> 'pending' OR target.due_at <= clock_timestamp() THEN
-    RETURN false;
-  END IF;
-  UPDATE messages m SET status = 'cancelled', cancelled_at = clock_timestamp() WHERE m.id = target.id;
+  UPDATE messages m SET status = 'cancelled', cancelled_at = clock_timestamp() WHERE m.id = target.row_id;
   RETURN true;
 END
 $$;
@@ -390,7 +418,8 @@ COMMENT ON FUNCTION cancel(text) IS
   'workflow state decide afterwards: the receiver of a late timeout checks state and ignores it.';
 
 -- Pure rules, nothing to hide: applications may check a document before they write it.
-REVOKE ALL ON FUNCTION headers_problem(jsonb), destination_problem(text), check_inserted_row(text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION headers_problem(jsonb), destination_problem(text), check_inserted_row(text, jsonb),
+                       lock_waiting_row(text) FROM PUBLIC;
 DO $$
 BEGIN
   EXECUTE format('GRANT EXECUTE ON FUNCTION headers_problem(jsonb) TO %I', current_schema() || '_writer');

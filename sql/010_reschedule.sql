@@ -40,32 +40,24 @@ SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-  target messages;
+  target record;
 BEGIN
   IF reschedule.due_at IS NULL OR NOT isfinite(reschedule.due_at) THEN
     RAISE EXCEPTION 'due_at must be finite' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  -- As in cancel(): look without a lock, lock, then look at the clock again.
-  -- A row the scheduled claim holds is due, and we see so once it lets go; a
-  -- row we hold is skipped by the claim (SKIP LOCKED), which after our commit
-  -- sees the new due time. Either the claim has the row (and it is sent at
-  -- its old time) or we moved it (and it is sent at the new one), never both.
-  -- clock_timestamp(): the row may have fallen due while our transaction ran.
-  SELECT * INTO target FROM messages m WHERE m.message_id = reschedule.message_id AND m.writer = session_user;
-  IF NOT FOUND THEN
+  -- As cancel(): lock_waiting_row() (009) locks the row before it looks at
+  -- the clock. A row the scheduled claim holds is due, and we see so once it
+  -- lets go; a row we hold is skipped by the claim (SKIP LOCKED), which after
+  -- our commit sees the new due time. Either the claim has the row (and it is
+  -- sent at its old time) or we moved it (and it is sent at the new one).
+  SELECT * INTO target FROM lock_waiting_row(reschedule.message_id);
+  IF target.row_id IS NULL THEN
     RETURN NULL;
   END IF;
-  IF target.status <> 'pending' OR target.due_at <= clock_timestamp() THEN
+  IF NOT target.waiting THEN
     RETURN false;
   END IF;
-  SELECT * INTO target FROM messages m WHERE m.id = target.id FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN NULL;  -- purged meanwhile
-  END IF;
-  IF target.status <> 'pending' OR target.due_at <= clock_timestamp() THEN
-    RETURN false;
-  END IF;
-  UPDATE messages m SET due_at = reschedule.due_at WHERE m.id = target.id;
+  UPDATE messages m SET due_at = reschedule.due_at WHERE m.id = target.row_id;
   RETURN true;
 END
 $$;
