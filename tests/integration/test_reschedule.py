@@ -1,4 +1,4 @@
-"""Timeouts that move: reschedule() earlier while outboxd idles or works, against the claim, `outboxd fire`, and rows parked at once."""
+"""Timeouts that move: reschedule() earlier while outboxd idles or works, against the claim, `outboxd fire`, the documented recipes."""
 
 import collections
 import os
@@ -173,28 +173,6 @@ def test_fire_makes_a_timeout_due_now_and_says_who_and_when(workdir, database, b
     assert again.returncode == 1 and "fire: 0 scheduled rows" in again.stdout
     assert usage.returncode == 2
     assert database.query("SELECT status FROM outbox.messages WHERE message_id = 't-session-1'") == [("pending",)]
-
-
-def test_a_row_that_cannot_be_mapped_is_parked_at_once(workdir, database, broker):
-    """A row from before the header rules (here: changed by hand) is parked at its first attempt."""
-    queue = unique("unsendable")
-    consumer = Consumer(broker, queue)
-    config, daemon = start_daemon(workdir, database, broker)
-    try:
-        with database.connect(autocommit=False) as conn, conn.cursor() as cur:
-            enqueue(cur, queue, "bad-1", b"x", session_id="s-bad")
-            enqueue(cur, queue, "after-bad-1", b"x", session_id="s-bad")
-            cur.execute("""UPDATE outbox.messages SET headers = '{"big": 1e400}' WHERE message_id = 'bad-1'""")
-        wait_until(lambda: database.query("SELECT status FROM outbox.messages WHERE message_id = 'bad-1'")
-                   == [("parked",)], timeout=5, what="bad-1 parked")
-        held = consumer.quiet_for(0.5)
-    finally:
-        consumer.close()
-        assert daemon.stop() == 0, daemon.log()
-    [(attempts, error)] = database.query("SELECT attempts, last_error FROM outbox.messages WHERE message_id = 'bad-1'")
-    assert attempts == 1
-    assert error == 'headers: key "big": integers must fit a signed 64-bit long'
-    assert held == [], "the session waits behind its parked row"
 
 
 def documented_block(language):
