@@ -2,6 +2,7 @@
 
 import collections
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -212,3 +213,32 @@ def test_documented_recipes_fire_a_timeout(workdir, database, broker):
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
     assert (first.id, second.id) == ("order-42:payment-timeout:1", "order-43:payment-timeout:1")
+
+
+@pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None, reason="needs node and npm")
+def test_documented_node_recipe_fires_a_timeout(workdir, database, broker):
+    """The Node recipe of docs/sql.md, with `pg` installed from npm into the test's own directory."""
+    npm = subprocess.run(["npm", "install", "--prefix", workdir, "--no-audit", "--no-fund", "--silent", "pg@8"],
+                         capture_output=True, text=True, timeout=300)
+    assert npm.returncode == 0, npm.stderr
+    script = os.path.join(workdir, "fire_timeout.js")
+    with open(script, "w") as f:
+        f.write(documented_block("js"))
+        f.write("fireTimeout(...process.argv.slice(2)).then(() => console.log('fired'), (error) => {\n"
+                "  console.error(error.message);\n  process.exit(1);\n});\n")
+    queue = unique("node")
+    consumer = Consumer(broker, queue)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        attach(database, consumer, queue)
+        schedule(database, queue, "t-node")
+        node = subprocess.run(["node", script, database.url, "t-node",
+                               "SELECT count(*) = 0 FROM outbox.messages WHERE message_id = 't-node'"],
+                              capture_output=True, text=True, timeout=60)
+        [message] = consumer.receive(1, timeout=10)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert node.returncode == 0, node.stderr
+    assert node.stdout.strip() == "fired"
+    assert message.id == "t-node"
