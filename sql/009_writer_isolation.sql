@@ -111,18 +111,46 @@ COMMENT ON FUNCTION headers_problem(jsonb) IS
   'keys are 1..128 characters without control characters and outside the reserved namespaces, and whose '
   'values are strings, booleans, null, integers of a signed 64-bit long or numbers with a point that fit a double.';
 
+-- The quick look that spares most rows the call above: true for every
+-- document headers_problem() refuses (and for a few it accepts, such as a
+-- double beyond a long). A SQL-standard body without SET is bound at
+-- creation and inlined into the caller's plan: one jsonpath pass instead of a
+-- function with a statement per key, a third of the cost.
+CREATE FUNCTION headers_suspect(headers jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+RETURN jsonb_typeof(headers) IS DISTINCT FROM 'object'
+    OR jsonb_path_exists(headers, 'strict $.keyvalue() ? (
+         @.value.type() == "array" || @.value.type() == "object"
+         || @.key like_regex "^$|[\\u0001-\\u001f\\u007f-\\u009f]|^.{129}|^(x-opt-|x-death|x-delay|x-received-from|x-first-death-|x-last-death-|x-delivery-count|x-stream-|x-amqp-|x-shovelled|x-mqtt-|_amq_|__amq_|__hdr_|_hq_|jms|amqp:|activemq\\.|cc$|bcc$)" flag "i"
+         || @.value.type() == "number" && (@.value > 9223372036854775807 || @.value < -9223372036854775808))',
+         '{}', true);
+
+COMMENT ON FUNCTION headers_suspect(jsonb) IS
+  'False if headers certainly meet the rules of headers_problem(); true if headers_problem() must look.';
+
+-- SQL-standard body, no SET: bound at creation and inlined into the
+-- caller's plan, so that the usual plain name costs no function call.
+CREATE FUNCTION address_or_reserved(destination text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+-- Mirrors lib/amqp/destination.cpp (is_full_address): such a destination is
+-- sent as it is, past the broker profile's mapping. Reserved names reach
+-- broker internals even through the mapping (management, advisories, amq.*
+-- on RabbitMQ, $management on Azure).
+RETURN left(destination, 1) = '/' OR strpos(destination, '://') > 0 OR destination ~* '^(amq\.|activemq\.|\$)';
+
+COMMENT ON FUNCTION address_or_reserved(text) IS
+  'True if destination is a full broker address (starts with "/" or holds "scheme://") or a reserved name '
+  '(starts with amq., activemq. or $, compared without case): writers need an allowed prefix for it.';
+
 CREATE FUNCTION destination_problem(destination text)
 RETURNS text
 LANGUAGE plpgsql STABLE
 SET search_path FROM CURRENT
 AS $$
 BEGIN
-  -- Mirrors lib/amqp/destination.cpp (is_full_address): such a destination is
-  -- sent as it is, past the broker profile's mapping. Reserved names reach
-  -- broker internals even through the mapping (management, advisories,
-  -- amq.* on RabbitMQ, $management on Azure).
-  IF NOT (left(destination, 1) = '/' OR strpos(destination, '://') > 0
-          OR destination ~* '^(amq\.|activemq\.|\$)') THEN
+  IF NOT address_or_reserved(destination) THEN
     RETURN NULL;
   END IF;
   IF EXISTS (SELECT FROM settings st, unnest(st.allowed_address_prefixes) p
@@ -182,8 +210,9 @@ BEGIN
   -- restore per call, about as costly as the body) every name in the body is
   -- qualified, which keeps a security definer safe from the caller's
   -- search_path (pg_temp included). The header and destination rules cost a
-  -- call only for rows that have headers or a destination that may be an
-  -- address or a reserved name.
+  -- call only for rows whose headers look suspect or whose destination is an
+  -- address or a reserved name (headers_suspect() and address_or_reserved()
+  -- are inlined).
   EXECUTE format($def$
 CREATE OR REPLACE FUNCTION %1$I.messages_set_partition()
 RETURNS trigger
@@ -191,9 +220,8 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 AS $body$
 BEGIN
-  IF NEW.headers OPERATOR(pg_catalog.<>) '{}'::pg_catalog.jsonb
-     OR pg_catalog.strpos(NEW.destination, '/') OPERATOR(pg_catalog.>) 0
-     OR NEW.destination OPERATOR(pg_catalog.~*) '^(amq\.|activemq\.|\$)' THEN
+  IF (NEW.headers OPERATOR(pg_catalog.<>) '{}'::pg_catalog.jsonb AND %1$I.headers_suspect(NEW.headers))
+     OR %1$I.address_or_reserved(NEW.destination) THEN
     PERFORM %1$I.check_inserted_row(NEW.destination, NEW.headers);
   END IF;
   NEW.partition := (pg_catalog.hashtext(coalesce(NEW.session_id, NEW.message_id))::pg_catalog.int8
@@ -274,16 +302,18 @@ BEGIN
     PERFORM require_text('subject', enqueue.subject, 256);
     PERFORM require_text('content_type', enqueue.content_type, 256);
   END IF;
-  IF v_headers <> '{}' THEN
+  IF v_headers <> '{}' AND headers_suspect(v_headers) THEN
     problem := headers_problem(v_headers);
     IF problem IS NOT NULL THEN
       RAISE EXCEPTION 'headers must be a JSON object whose values are strings, numbers, booleans or null'
         USING ERRCODE = 'invalid_parameter_value', DETAIL = problem;
     END IF;
   END IF;
-  problem := destination_problem(enqueue.destination);
-  IF problem IS NOT NULL THEN
-    RAISE EXCEPTION 'destination must be a plain name' USING ERRCODE = 'invalid_parameter_value', DETAIL = problem;
+  IF address_or_reserved(enqueue.destination) THEN
+    problem := destination_problem(enqueue.destination);
+    IF problem IS NOT NULL THEN
+      RAISE EXCEPTION 'destination must be a plain name' USING ERRCODE = 'invalid_parameter_value', DETAIL = problem;
+    END IF;
   END IF;
   IF enqueue.ttl NOT BETWEEN interval '1 millisecond' AND interval '4294967.295 seconds' THEN
     RAISE EXCEPTION 'ttl must be between 1 millisecond and 4294967295 milliseconds'
@@ -418,8 +448,8 @@ COMMENT ON FUNCTION cancel(text) IS
   'workflow state decide afterwards: the receiver of a late timeout checks state and ignores it.';
 
 -- Pure rules, nothing to hide: applications may check a document before they write it.
-REVOKE ALL ON FUNCTION headers_problem(jsonb), destination_problem(text), check_inserted_row(text, jsonb),
-                       lock_waiting_row(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION headers_problem(jsonb), headers_suspect(jsonb), address_or_reserved(text), destination_problem(text),
+                       check_inserted_row(text, jsonb), lock_waiting_row(text) FROM PUBLIC;
 DO $$
 BEGIN
   EXECUTE format('GRANT EXECUTE ON FUNCTION headers_problem(jsonb) TO %I', current_schema() || '_writer');

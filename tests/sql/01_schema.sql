@@ -91,14 +91,16 @@ SELECT is_empty($$
    WHERE c.relnamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND c.relkind = 'r'
      AND obj_description(c.oid, 'pg_class') IS NULL$$,
   'every table has a comment');
--- Two hot-path exceptions: text_ok() has a SQL-standard body, bound at creation
--- (and inlinable because it has no SET); the partition trigger qualifies every name.
+-- Hot-path exceptions: text_ok(), headers_suspect() and address_or_reserved() have SQL-standard bodies, bound
+-- at creation (and inlinable because they have no SET); the partition trigger
+-- qualifies every name.
 SELECT results_eq($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace = 'outbox'::regnamespace
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=outbox, pg_catalog, pg_temp']
    ORDER BY 1$$,
-  $$VALUES ('outbox.messages_set_partition()'), ('outbox.text_ok(text,integer)')$$,
+  $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.headers_suspect(jsonb)'), ('outbox.messages_set_partition()'),
+           ('outbox.text_ok(text,integer)')$$,
   'every other outbox function pins search_path to outbox, pg_catalog, pg_temp');
 SELECT ok((SELECT prosqlbody IS NOT NULL FROM pg_proc WHERE oid = 'outbox.text_ok(text,integer)'::regprocedure),
   'text_ok() has a body bound at creation');

@@ -4,7 +4,7 @@ SELECT sqltest.writer_login('app_b');
 
 BEGIN;
 SET search_path = public;
-SELECT plan(41);
+SELECT plan(43);
 
 -- The shared table of header cases (tests/acceptance/headers.tsv), also run
 -- against the daemon's mapper by tests/unit/amqp/headers_acceptance_test.cpp.
@@ -69,6 +69,10 @@ SELECT is_empty($$SELECT document, why FROM header_cases
                    WHERE accept <> (outbox.headers_problem(document::jsonb) IS NULL)$$,
   'headers_problem() decides every case of tests/acceptance/headers.tsv as the table says');
 SELECT ok((SELECT count(*) FROM header_cases) > 30, 'the table has its cases');
+SELECT is_empty($$SELECT document, why FROM header_cases WHERE NOT accept AND NOT outbox.headers_suspect(document::jsonb)$$,
+  'headers_suspect(), the quick look that spares the check, flags every refused document');
+SELECT ok(NOT outbox.headers_suspect('{"tenant": "acme", "priority": 5, "urgent": true, "note": null, "ratio": 0.5}'),
+  '... and not ordinary ones');
 SELECT is_empty($$SELECT document, why FROM header_cases c
                    WHERE c.accept <> (sqltest.try_as('outbox_writer', format(
                      'SELECT outbox.enqueue(%L, %L, headers => %L)', 'orders', 'h-' || md5(c.document), c.document)) = 'ok')$$,
