@@ -21,11 +21,13 @@
 --     23505 without DETAIL. cancel() sees only the caller's own rows, through
 --     lock_waiting_row(), which reschedule() (010) shares.
 --   - headers_problem() and destination_problem() hold the rules (docs/sql.md,
---     "Headers" and "Destinations"); enqueue() raises 22023 naming the rule,
---     a plain INSERT 23514 (constraints messages_headers_valid and
---     messages_destination_valid), both from the insert trigger
---     messages_set_partition(), so rows already stored and the dispatcher's
---     updates are not checked again.
+--     "Headers" and "Destinations"), behind the inlined quick looks
+--     headers_suspect() and address_or_reserved(). enqueue() raises 22023
+--     naming the rule, a plain INSERT 23514 (constraints
+--     messages_headers_valid and messages_destination_valid) from the insert
+--     trigger messages_set_partition(): rows already stored and the
+--     dispatcher's updates are not checked again, so an old row that breaks
+--     the rules can still be parked.
 --   - settings.allowed_address_prefixes: full broker addresses and reserved
 --     names a DBA lets writers use (empty: none).
 
