@@ -43,7 +43,7 @@ def test_every_column_is_mapped(workdir, database, broker):
                     session_id="order-42", correlation_id="corr-7", parent_message_id="parent-1",
                     originating_message_id="origin-1", subject="ReserveInventory",
                     content_type="application/octet-stream",
-                    headers=json.dumps({"tenant": "acme", "priority": 5, "ratio": 0.5, "urgent": True}),
+                    headers=json.dumps({"tenant": "acme", "priority": 5, "ratio": 0.5, "urgent": True, "note": None}),
                     ttl="90 seconds", traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
             cur.execute("SELECT created_at FROM outbox.messages WHERE message_id = %s",
                         ("order-42:reserve-inventory:1",))
@@ -67,6 +67,7 @@ def test_every_column_is_mapped(workdir, database, broker):
     assert props["priority"] == 5
     assert props["ratio"] == 0.5
     assert props["urgent"] is True
+    assert "note" in props and props["note"] is None
     assert props["parent_message_id"] == "parent-1"
     assert props["originating_message_id"] == "origin-1"
     assert props["traceparent"] == "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
