@@ -143,6 +143,7 @@ void Dispatcher::apply_outcomes() {
         observe_delay(metrics_.delay_to_accept, outcome.id, now);
         break;
       case core::DeliveryOutcome::rejected: metrics_.rejected.inc(); break;
+      case core::DeliveryOutcome::unsendable: metrics_.unsendable.inc(); break;
       case core::DeliveryOutcome::released: metrics_.released.inc(); break;
       case core::DeliveryOutcome::unknown: metrics_.unknown.inc(); break;
       case core::DeliveryOutcome::not_sent: ++not_sent; break;
