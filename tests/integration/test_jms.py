@@ -1,0 +1,105 @@
+"""A JMS application (Apache Qpid JMS) on Artemis: the fields it sees, and session order across competing consumers."""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+
+from clients import Writer, jms_classpath  # noqa: E402
+from harness import Broker, Daemon, _started, run_cli, unique, wait_until, write_config  # noqa: E402
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def migrate_artemis(workdir, database):
+    """Config for the artemis profile, migrated; returns (config path, writer)."""
+    broker = Broker("artemis")
+    path = write_config(f"{workdir}/outboxd.yaml", database, broker)
+    run_cli("migrate", "-c", path)
+    return path, Writer(database)
+
+
+def java(*args, **popen):
+    command = ["java", "-cp", jms_classpath(), "OutboxConsumer", *args]
+    if popen:
+        process = subprocess.Popen(command, **popen)
+        _started.append(process)
+        return process
+    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+
+
+def enqueue(cur, body_sql, body, **columns):
+    names = ", ".join(f"{n} => %s" for n in columns)
+    cur.execute(f"SELECT outbox.enqueue({names}, body => {body_sql})", [*columns.values(), body])
+    return cur.fetchone()[0]
+
+
+def test_a_jms_application_sees_every_mapped_field(workdir, database):
+    path, writer = migrate_artemis(workdir, database)
+    queue = unique("jms_fields")
+    headers = {"tenant": "acme", "priority": 5, "ratio": 0.5, "urgent": True}
+    try:
+        with writer.connect() as conn, conn.cursor() as cur:
+            enqueue(cur, "%s", b"\x00\x01\xfe\xffraw", destination=queue, message_id="order-7:bytes:1",
+                    session_id="order-7", correlation_id="corr-7", subject="OrderPlaced",
+                    content_type="application/octet-stream", headers=json.dumps(headers), ttl="90 seconds",
+                    parent_message_id="order-7:place:1", originating_message_id="order-7:start:1",
+                    traceparent=TRACEPARENT)
+            enqueue(cur, "%s::jsonb", '{"orderId": 7}', destination=queue, message_id="order-7:json:2",
+                    session_id="order-7")
+            enqueue(cur, "%s::text", "plain words", destination=queue, message_id="order-8:text:1",
+                    content_type="text/plain; charset=utf-8")
+        created = {r[0]: r[1] for r in database.query(
+            "SELECT message_id, floor(extract(epoch FROM created_at) * 1000)::bigint FROM outbox.messages")}
+        daemon = Daemon(path).start()
+        result = java("fields", queue, "3")
+    finally:
+        writer.drop()
+    assert daemon.stop() == 0, daemon.log()
+    assert result.returncode == 0, result.stderr
+    got = [json.loads(line) for line in result.stdout.splitlines()]
+    print("\n".join(json.dumps(m, sort_keys=True) for m in got))
+    first, second, third = (next(m for m in got if m["JMSMessageID"].endswith(i))
+                            for i in ("order-7:bytes:1", "order-7:json:2", "order-8:text:1"))
+
+    # A string message-id that lacks JMS's "ID:" prefix reads back with Qpid JMS's marker for that.
+    assert first["JMSMessageID"] == "ID:AMQP_NO_PREFIX:order-7:bytes:1"
+    assert first["JMSCorrelationID"] == "corr-7"
+    assert first["JMSType"] == "OrderPlaced"  # Qpid JMS maps JMSType to the AMQP subject
+    assert first["JMSTimestamp"] == created["order-7:bytes:1"]
+    # outboxd sends header.ttl, no absolute-expiry-time: JMSExpiration counts the 90 s from the
+    # message's arrival (here seconds after created_at), not from created_at.
+    assert first["JMSExpiration"] > first["JMSTimestamp"] + 90_000
+    assert abs(first["JMSExpiration"] - (first["received_at"] + 90_000)) < 2_000
+    assert first["JMSDeliveryMode"] == 2  # DeliveryMode.PERSISTENT: header.durable
+    assert first["class"] == "BytesMessage"
+    assert base64.b64decode(first["body"]["base64"]) == b"\x00\x01\xfe\xffraw"
+    props = first["properties"]
+    # The content-type has no JMS field: it shows only in the message class (below).
+    assert set(props) == {"JMSXGroupID", "JMSXDeliveryCount", "_AMQ_DUPL_ID", *headers, "parent_message_id",
+                          "originating_message_id", "traceparent"}
+    assert props["JMSXDeliveryCount"] == {"type": "Integer", "value": 1}
+    # The artemis profile's duplicate detection property, visible to the application.
+    assert props["_AMQ_DUPL_ID"] == {"type": "String", "value": "order-7:bytes:1"}
+    assert props["JMSXGroupID"] == {"type": "String", "value": "order-7"}
+    assert props["tenant"] == {"type": "String", "value": "acme"}
+    assert props["priority"] == {"type": "Long", "value": 5}
+    assert props["ratio"] == {"type": "Double", "value": 0.5}
+    assert props["urgent"] == {"type": "Boolean", "value": True}
+    assert props["parent_message_id"] == {"type": "String", "value": "order-7:place:1"}
+    assert props["originating_message_id"] == {"type": "String", "value": "order-7:start:1"}
+    assert props["traceparent"] == {"type": "String", "value": TRACEPARENT}
+
+    # A jsonb body (content-type application/json) is a TextMessage in Qpid JMS, as text/* is.
+    assert second["class"] == "TextMessage" and json.loads(second["body"]["text"]) == {"orderId": 7}
+    assert second["JMSType"] is None and second["JMSCorrelationID"] is None
+    assert second["JMSExpiration"] == 0  # no ttl
+    assert second["properties"]["JMSXGroupID"]["value"] == "order-7"
+    assert third["class"] == "TextMessage" and third["body"]["text"] == "plain words"
+    assert "JMSXGroupID" not in third["properties"]  # no session_id, no group-id
