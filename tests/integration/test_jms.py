@@ -7,8 +7,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
 from clients import Writer, jms_classpath  # noqa: E402
