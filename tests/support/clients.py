@@ -55,8 +55,9 @@ def jms_classpath():
     """Builds tests/clients/jms with Maven once per test run (artifacts from Maven Central, cached in ~/.m2)."""
     if "jms" not in _built:
         out = _scratch("jms")
-        subprocess.run(["mvn", "-q", "-B", "-Dstyle.color=never", f"-Dbuild.dir={out}", "compile"], cwd=JMS_DIR,
-                       check=True, timeout=600)
+        built = subprocess.run(["mvn", "-q", "-B", f"-Dbuild.dir={out}", "compile"], cwd=JMS_DIR,
+                               capture_output=True, text=True, timeout=600)
+        assert built.returncode == 0, f"mvn compile failed:\n{built.stdout}{built.stderr}"
         with open(os.path.join(out, "classpath.txt")) as f:
             _built["jms"] = os.path.join(out, "classes") + os.pathsep + f.read().strip()
     return _built["jms"]
@@ -68,6 +69,8 @@ def node_modules():
         out = _scratch("node")
         for name in ("package.json", "package-lock.json"):
             shutil.copy(os.path.join(NODE_DIR, name), out)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=out, check=True, timeout=600)
+        installed = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=out, capture_output=True, text=True,
+                                   timeout=600)
+        assert installed.returncode == 0, f"npm ci failed:\n{installed.stdout}{installed.stderr}"
         _built["node"] = os.path.join(out, "node_modules")
     return _built["node"]
