@@ -53,18 +53,20 @@ def test_a_jms_application_sees_every_mapped_field(workdir, database):
                     session_id="order-7")
             enqueue(cur, "%s::text", "plain words", destination=queue, message_id="order-8:text:1",
                     content_type="text/plain; charset=utf-8")
+            enqueue(cur, "%s", b"\xffno type", destination=queue, message_id="order-8:untyped:2")
         created = {r[0]: r[1] for r in database.query(
             "SELECT message_id, floor(extract(epoch FROM created_at) * 1000)::bigint FROM outbox.messages")}
         daemon = Daemon(path).start()
-        result = java("fields", queue, "3")
+        result = java("fields", queue, "4")
     finally:
         writer.drop()
     assert daemon.stop() == 0, daemon.log()
     assert result.returncode == 0, result.stderr
     got = [json.loads(line) for line in result.stdout.splitlines()]
     print("\n".join(json.dumps(m, sort_keys=True) for m in got))
-    first, second, third = (next(m for m in got if m["JMSMessageID"].endswith(i))
-                            for i in ("order-7:bytes:1", "order-7:json:2", "order-8:text:1"))
+    first, second, third, fourth = (next(m for m in got if m["JMSMessageID"].endswith(i))
+                                    for i in ("order-7:bytes:1", "order-7:json:2", "order-8:text:1",
+                                              "order-8:untyped:2"))
 
     # A string message-id that lacks JMS's "ID:" prefix reads back with Qpid JMS's marker for that.
     assert first["JMSMessageID"] == "ID:AMQP_NO_PREFIX:order-7:bytes:1"
@@ -101,6 +103,8 @@ def test_a_jms_application_sees_every_mapped_field(workdir, database):
     assert second["properties"]["JMSXGroupID"]["value"] == "order-7"
     assert third["class"] == "TextMessage" and third["body"]["text"] == "plain words"
     assert "JMSXGroupID" not in third["properties"]  # no session_id, no group-id
+    # Without a content type the body is bytes.
+    assert fourth["class"] == "BytesMessage" and base64.b64decode(fourth["body"]["base64"]) == b"\xffno type"
 
 
 def start_group_consumer(workdir, queue, name, *close):
