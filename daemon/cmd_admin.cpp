@@ -1,4 +1,4 @@
-// `outboxd status`, `requeue` and `skip`: operator views and actions on the outbox.
+// `outboxd status`, `requeue`, `skip` and `fire`: operator views and actions on the outbox.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -97,6 +97,39 @@ int cmd_skip(const std::string& path, const AdminTarget& target) {
   return act_on_parked(
       path, target, "skip", [](pg::OutboxStore& s, const std::string& id) { return s.skip(id); },
       [](pg::OutboxStore& s, const std::string& session) { return s.skip_all_parked(session); });
+}
+
+// Logged with who and when, as the database saw them: a timeout fired by
+// hand is an event an operator may have to account for.
+int cmd_fire(const std::string& path, const AdminTarget& target) {
+  if (target.message_ids.empty() == target.session_id.empty()) {
+    std::cerr << "fire: name message ids or --session S\n";
+    return kExitUsage;
+  }
+  const auto config = load_config_or_report(path);
+  if (!config) return kExitConfig;
+  auto connection = connect_for_command(*config, "fire");
+  if (!connection) return kExitFailure;
+  pg::OutboxStore store(*connection, config->outbox.schema);
+  std::vector<std::string> ids = target.message_ids;
+  if (ids.empty()) ids.emplace_back();  // the session alone
+  int fired = 0;
+  for (const auto& id : ids) {
+    auto report = store.fire(id, target.session_id);
+    if (!report) {
+      std::cerr << "fire: " << report.error().message << '\n';
+      return kExitFailure;
+    }
+    const auto& r = report.value();
+    fired += r.rows;
+    if (r.rows > 0) {
+      std::cout << "fire: " << (id.empty() ? "session " + target.session_id : id) << ": " << r.rows
+                << " scheduled row" << (r.rows == 1 ? "" : "s") << " due now (" << r.at << ", by database role "
+                << r.by << ")\n";
+    }
+  }
+  std::cout << "fire: " << fired << " scheduled row" << (fired == 1 ? "" : "s") << '\n';
+  return fired == 0 ? kExitFailure : kExitOk;
 }
 
 }  // namespace outboxd::daemon

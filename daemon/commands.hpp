@@ -13,7 +13,7 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitConfig = 78;
 
-// Which parked rows `requeue` and `skip` act on.
+// Which rows `requeue` and `skip` (parked rows) and `fire` (scheduled rows) act on.
 struct AdminTarget {
   std::vector<std::string> message_ids;
   std::string session_id;
@@ -26,6 +26,7 @@ int cmd_migrate(const std::string& path, bool dry_run);
 int cmd_status(const std::string& path, bool json);
 int cmd_requeue(const std::string& path, const AdminTarget& target);
 int cmd_skip(const std::string& path, const AdminTarget& target);
+int cmd_fire(const std::string& path, const AdminTarget& target);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);
 

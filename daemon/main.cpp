@@ -28,13 +28,16 @@ int main(int argc, char** argv) {
   auto* requeue = app.add_subcommand("requeue", "make parked rows pending again");
   auto* skip = app.add_subcommand("skip", "cancel parked rows so their sessions move on");
   auto* health = app.add_subcommand("healthcheck", "exit 0 if the running daemon's /healthz answers 200");
+  auto* fire = app.add_subcommand("fire", "make scheduled rows due now");
   AdminTarget target;
   for (auto* cmd : {requeue, skip}) {
     cmd->add_option("message_id", target.message_ids, "message ids of parked rows");
     cmd->add_flag("--all-parked", target.all_parked, "every parked row");
     cmd->add_option("--session", target.session_id, "every parked row of this session");
   }
-  for (auto* cmd : {version, run, check, migrate, status, requeue, skip, health}) add_config(cmd);
+  fire->add_option("message_id", target.message_ids, "message ids of scheduled rows");
+  fire->add_option("--session", target.session_id, "every scheduled row of this session");
+  for (auto* cmd : {version, run, check, migrate, status, requeue, skip, health, fire}) add_config(cmd);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -45,5 +48,6 @@ int main(int argc, char** argv) {
   if (*requeue) return cmd_requeue(config_path, target);
   if (*skip) return cmd_skip(config_path, target);
   if (*health) return cmd_healthcheck(config_path);
+  if (*fire) return cmd_fire(config_path, target);
   return cmd_run(config_path);
 }

@@ -161,6 +161,7 @@ void RunLoop::note_broker_connection(const std::vector<BrokerNews::ConnectionEve
 void RunLoop::count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after) {
   metrics_.accepted.inc(after.accepted - before.accepted);
   metrics_.rejected.inc(after.rejected - before.rejected);
+  metrics_.unsendable.inc(after.unsendable - before.unsendable);
   metrics_.released.inc(after.released - before.released);
   metrics_.unknown.inc(after.unknown - before.unknown);
   const auto not_sent = after.not_sent - before.not_sent;

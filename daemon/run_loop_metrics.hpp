@@ -11,12 +11,13 @@ struct RunLoopMetrics {
         published(r.counter("outboxd_deliveries_sent_total", "Deliveries handed to the broker")),
         accepted(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "accepted"}})),
         rejected(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "rejected"}})),
+        unsendable(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "unsendable"}})),
         released(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "released"}})),
         unknown(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "unknown"}})),
         not_sent(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "not_sent"}})),
         dispatched(r.counter("outboxd_rows_dispatched_total", "Rows marked dispatched in the database")),
         retried(r.counter("outboxd_rows_retried_total", "Rejected rows scheduled for another attempt")),
-        parked(r.counter("outboxd_rows_parked_total", "Rows parked after max_attempts")),
+        parked(r.counter("outboxd_rows_parked_total", "Rows parked: max_attempts reached, or unsendable")),
         database_lost(r.counter("outboxd_disconnects_total", "Connections lost or refused", {{"peer", "database"}})),
         broker_lost(r.counter("outboxd_disconnects_total", "Connections lost or refused", {{"peer", "broker"}})),
         in_flight(r.gauge("outboxd_in_flight", "Deliveries awaiting a broker outcome")),
@@ -33,6 +34,7 @@ struct RunLoopMetrics {
   metrics::Counter& published;
   metrics::Counter& accepted;
   metrics::Counter& rejected;
+  metrics::Counter& unsendable;  // could not be encoded: parked at once
   metrics::Counter& released;
   metrics::Counter& unknown;
   metrics::Counter& not_sent;  // held back by the lease fence

@@ -18,6 +18,8 @@ PACKAGES=(
   postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
   shellcheck valgrind systemd
+  # The JMS test's consumer (tests/clients/jms) is built with Maven from Maven Central.
+  maven
   # Called by scripts/services.sh beyond Debian's essential set: ss, and the
   # Artemis download over https.
   iproute2 curl ca-certificates
@@ -41,15 +43,16 @@ done
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
-# Artemis needs Java 17 or later; any such java on PATH will do.
+# Artemis needs Java 17 or later, and the JMS test compiles with it: any such JDK on PATH will do.
 java_ok() {
-  command -v java >/dev/null && java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'
+  command -v java >/dev/null && command -v javac >/dev/null &&
+    java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'
 }
 
 install_missing() {
   local missing=() pkg policy=/usr/sbin/policy-rc.d
   for pkg in "${PACKAGES[@]}"; do installed "$pkg" || missing+=("$pkg"); done
-  java_ok || installed openjdk-17-jre-headless || missing+=(openjdk-17-jre-headless)
+  java_ok || installed openjdk-17-jdk-headless || missing+=(openjdk-17-jdk-headless)
   # The Node order saga example (its test runs npm ci): any node 18+ with npm on PATH will do.
   command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
   ((${#missing[@]})) || return 0
@@ -82,7 +85,7 @@ build_tree() {
 }
 
 install_missing
-java_ok || { echo "setup.sh: java 17 or later is needed for Artemis" >&2; exit 1; }
+java_ok || { echo "setup.sh: a JDK 17 or later is needed for Artemis and the JMS test" >&2; exit 1; }
 ((build)) || exit 0
 if ((release)); then
   build_tree build-release Release -DOUTBOXD_TESTS=OFF -DOUTBOXD_SANITIZE=OFF

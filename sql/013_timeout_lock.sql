@@ -1,7 +1,7 @@
 -- 013_timeout_lock: set_timeout() and clear_timeout() lock the state record FOR NO KEY UPDATE, so two transitions racing on a timeout get 40001, not a deadlock.
 --
 -- Runs inside the caller's transaction (outboxd migrate, or psql -1), after
--- 002_workflow.sql, with the same outboxd.schema and outboxd.workflow_schema settings.
+-- 010_reschedule.sql, with the same outboxd.schema and outboxd.workflow_schema settings.
 --
 -- Why: a transition calls record_processed() first, and its insert into
 -- processed_messages share-locks the state record through the foreign key
@@ -14,7 +14,8 @@
 -- transition winning and the other failing with 40001. Neither function
 -- changes a key column, so FOR NO KEY UPDATE is enough: it conflicts with
 -- another transition's lock of the record and not with a foreign key's.
--- Only the lock clause differs from 002's bodies; grants and comments stay.
+-- Only the lock clause differs from the bodies of 002 (clear_timeout) and 010
+-- (set_timeout, which moves a timeout set again); grants and comments stay.
 
 DO $$
 DECLARE
@@ -54,6 +55,12 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'workflow "%" does not exist', set_timeout.workflow_id
       USING ERRCODE = 'no_data_found';
+  END IF;
+
+  IF state.timeout_message_id = set_timeout.message_id
+     AND state.timeout_due_at IS DISTINCT FROM set_timeout.due_at THEN
+    -- The same timeout at another time: move its row (010_reschedule.sql).
+    PERFORM reschedule(set_timeout.message_id, set_timeout.due_at);
   END IF;
 
   row_id := enqueue(

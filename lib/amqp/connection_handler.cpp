@@ -99,9 +99,10 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
     sink_.on_outcome({row.id, outcome, std::move(reason)});
   };
   if (state_ == State::stopping || state_ == State::stopped) return answer(DeliveryOutcome::unknown, "publisher stopping");
-  if (row.destination.empty()) return answer(DeliveryOutcome::rejected, "destination is empty");
+  // Retrying would not change the row: its answer is final.
+  if (row.destination.empty()) return answer(DeliveryOutcome::unsendable, "destination is empty");
   auto message = encoder_.encode(row, broker_.profile);
-  if (!message) return answer(DeliveryOutcome::rejected, message.error().message);
+  if (!message) return answer(DeliveryOutcome::unsendable, message.error().message);
   if (state_ != State::connecting && state_ != State::up) {
     return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);
   }

@@ -7,6 +7,7 @@ const char* to_string(DeliveryOutcome outcome) {
   switch (outcome) {
     case DeliveryOutcome::accepted: return "accepted";
     case DeliveryOutcome::rejected: return "rejected";
+    case DeliveryOutcome::unsendable: return "unsendable";
     case DeliveryOutcome::released: return "released";
     case DeliveryOutcome::unknown: return "unknown";
     case DeliveryOutcome::not_sent: return "not_sent";

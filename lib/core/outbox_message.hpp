@@ -38,7 +38,8 @@ struct OutboxMessage {
 // The broker's settlement of one delivery, or its absence.
 enum class DeliveryOutcome {
   accepted,
-  rejected,  // the broker refused the message, or it could not be encoded
+  rejected,    // the broker refused the message
+  unsendable,  // the row cannot be made into a message (headers, destination): parked at once
   released,  // released or modified: the broker did not process it; try again
   unknown,   // connection lost before an outcome arrived: publish again
   not_sent,  // held back because its fencing deadline passed: the lease may be gone

@@ -76,6 +76,7 @@ class Planner {
     std::uint64_t published = 0;  // rows handed out by take_ready()
     std::uint64_t accepted = 0;
     std::uint64_t rejected = 0;
+    std::uint64_t unsendable = 0;
     std::uint64_t released = 0;
     std::uint64_t unknown = 0;
     std::uint64_t not_sent = 0;

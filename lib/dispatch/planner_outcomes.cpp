@@ -47,6 +47,11 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
       row.releases = 0;
       record_failure(it, reason.empty() ? std::string("rejected") : std::string(reason), now);
       break;
+    case core::DeliveryOutcome::unsendable:
+      // The row itself is wrong: another attempt would fail the same way.
+      ++counters_.unsendable;
+      park(it, row.attempts + 1, reason.empty() ? std::string("unsendable") : std::string(reason));
+      break;
     case core::DeliveryOutcome::released:
       ++counters_.released;
       on_not_settled(it, outcome, reason, now);

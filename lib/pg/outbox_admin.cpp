@@ -1,4 +1,4 @@
-// The CLI's statements on the outbox: status counts, requeue and skip of parked rows.
+// The CLI's statements on the outbox: status counts, requeue and skip of parked rows, fire of scheduled rows.
 #include "pg/outbox_store.hpp"
 #include "pg/text_codec.hpp"
 
@@ -63,10 +63,15 @@ core::Result<int> OutboxStore::notify_if_changed(core::Result<Rows> changed, con
   if (!changed) return in_context(context, changed.error());
   const auto count = static_cast<int>(changed.value().affected());
   if (count > 0) {
-    auto notified = connection_.exec_params("SELECT pg_notify($1, '')", {channel_});
-    if (!notified) return in_context("notifying dispatchers", notified.error());
+    if (auto notified = notify(); !notified) return notified.error();
   }
   return count;
+}
+
+core::Status OutboxStore::notify() {
+  auto notified = connection_.exec_params("SELECT pg_notify($1, '')", {channel_});
+  if (!notified) return in_context("notifying dispatchers", notified.error());
+  return {};
 }
 
 core::Result<int> OutboxStore::requeue(std::string_view message_id) {
@@ -101,6 +106,25 @@ core::Result<int> OutboxStore::skip_all_parked(std::string_view session_id) {
                               "WHERE status = 'parked' AND ($1 = '' OR session_id = $1)",
                               {std::string(session_id)}),
       "skipping parked rows");
+}
+
+// A row the scheduled claim holds is due already: the UPDATE waits for the
+// claim and then changes only its due_at, never its status, so it is sent once.
+core::Result<FireReport> OutboxStore::fire(std::string_view message_id, std::string_view session_id) {
+  auto fired = connection_.exec_params("UPDATE " + table_ + " SET due_at = now() "
+                                       "WHERE status = 'pending' AND due_at > now() "
+                                       "AND (message_id = $1 OR session_id = $2) "
+                                       "RETURNING session_user::text, now()::text",
+                                       {std::string(message_id), std::string(session_id)});
+  if (!fired) return in_context("firing scheduled rows", fired.error());
+  const Rows& rows = fired.value();
+  FireReport report;
+  report.rows = static_cast<int>(rows.affected());
+  if (report.rows == 0) return report;
+  report.by = std::string(rows.text(0, 0));
+  report.at = std::string(rows.text(0, 1));
+  if (auto notified = notify(); !notified) return notified.error();
+  return report;
 }
 
 }  // namespace outboxd::pg

@@ -46,6 +46,13 @@ struct StatusReport {
   std::vector<DestinationStatus> destinations;  // by name
 };
 
+// What `outboxd fire` changed, with the database's account of who and when.
+struct FireReport {
+  int rows = 0;
+  std::string by;  // session_user
+  std::string at;  // the new due_at
+};
+
 class OutboxStore {
  public:
   // The schema is quoted into the statement texts once, here; every value
@@ -119,10 +126,14 @@ class OutboxStore {
   // unblocked; last_error keeps the reason and says it was skipped.
   core::Result<int> skip(std::string_view message_id);
   core::Result<int> skip_all_parked(std::string_view session_id = {});
+  // Scheduled rows (pending, due later) of `message_id`, or of `session_id`
+  // when it is not empty, become due now, and a NOTIFY follows.
+  core::Result<FireReport> fire(std::string_view message_id, std::string_view session_id = {});
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);
   core::Result<int> notify_if_changed(core::Result<Rows> changed, const char* context);
+  core::Status notify();
 
   Connection& connection_;
   std::string schema_;

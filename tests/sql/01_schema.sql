@@ -39,7 +39,8 @@ SELECT results_eq(
            ('last_error', 'text', 'YES', '', 'NO'),
            ('dispatched_at', 'timestamp with time zone', 'YES', '', 'NO'),
            ('cancelled_at', 'timestamp with time zone', 'YES', '', 'NO'),
-           ('partition', 'integer', 'NO', '0', 'NO')$$,
+           ('partition', 'integer', 'NO', '0', 'NO'),
+           ('writer', 'text', 'YES', 'SESSION_USER', 'NO')$$,
   'outbox.messages has the columns of the SQL contract');
 SELECT is((SELECT attidentity::text FROM pg_attribute
             WHERE attrelid = 'outbox.messages'::regclass AND attname = 'id'), 'a',
@@ -70,7 +71,8 @@ SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'me
   'attempts', 'last_error', 'created_at', 'updated_at']);
 SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], 'compensation message ids are unique');
 
-SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_requeue']);
+SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_requeue',
+                                                'messages_wakeup_reschedule']);
 
 SELECT is((SELECT partition_count FROM outbox.settings), 64, 'default partition count is 64');
 SELECT results_eq('SELECT partition, owner, epoch FROM outbox.leases ORDER BY partition',
@@ -89,14 +91,16 @@ SELECT is_empty($$
    WHERE c.relnamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND c.relkind = 'r'
      AND obj_description(c.oid, 'pg_class') IS NULL$$,
   'every table has a comment');
--- Two hot-path exceptions: text_ok() has a SQL-standard body, bound at creation
--- (and inlinable because it has no SET); the partition trigger qualifies every name.
+-- Hot-path exceptions: text_ok(), headers_suspect() and address_or_reserved() have SQL-standard bodies, bound
+-- at creation (and inlinable because they have no SET); the partition trigger
+-- qualifies every name.
 SELECT results_eq($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace = 'outbox'::regnamespace
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=outbox, pg_catalog, pg_temp']
    ORDER BY 1$$,
-  $$VALUES ('outbox.messages_set_partition()'), ('outbox.text_ok(text,integer)')$$,
+  $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.headers_suspect(jsonb)'), ('outbox.messages_set_partition()'),
+           ('outbox.text_ok(text,integer)')$$,
   'every other outbox function pins search_path to outbox, pg_catalog, pg_temp');
 SELECT ok((SELECT prosqlbody IS NOT NULL FROM pg_proc WHERE oid = 'outbox.text_ok(text,integer)'::regprocedure),
   'text_ok() has a body bound at creation');
@@ -114,8 +118,9 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.messages_set_partition()'),
-           ('outbox.notify_wakeup()')$$,
-  'security definer: exactly enqueue, cancel and the triggers that look for an idle instance');
+           ('outbox.notify_wakeup()'),
+           ('outbox.reschedule(text,timestamp with time zone)')$$,
+  'security definer: exactly enqueue, cancel, reschedule and the triggers that look for an idle instance');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)

@@ -1,7 +1,7 @@
 -- Timeouts: set_timeout/clear_timeout write or cancel the scheduled outbox row in the same transaction as the state.
 BEGIN;
 SET search_path = public;
-SELECT plan(35);
+SELECT plan(36);
 
 SELECT workflow.start('order-7', 'order-fulfilment', 'AwaitingPayment',
                       correlation_id => 'corr-7', originating_message_id => 'orders:order-placed:7') AS started \gset
@@ -38,9 +38,14 @@ SELECT is(workflow.set_timeout('order-7', 'order-7:payment-timeout:1', now() + i
                                '{"timeoutId": "order-7:payment-timeout:1"}'::jsonb), :t1::bigint,
   'setting the same timeout again returns the same row');
 SELECT is((SELECT count(*) FROM outbox.messages WHERE message_id LIKE 'order-7:%'), 1::bigint, '... and adds none');
+SAVEPOINT before_move;
+SELECT is(workflow.set_timeout('order-7', 'order-7:payment-timeout:1', now() + interval '2 days', 'orders',
+                               '{"timeoutId": "order-7:payment-timeout:1"}'::jsonb), :t1::bigint,
+  'the same timeout id with another due time moves the row (reschedule)');
+ROLLBACK TO SAVEPOINT before_move;
 SELECT throws_ok($$SELECT workflow.set_timeout('order-7', 'order-7:payment-timeout:1', now() + interval '2 days', 'orders',
-                                                '{"timeoutId": "order-7:payment-timeout:1"}'::jsonb)$$,
-  '23505', NULL, 'the same timeout id with another due time: 23505');
+                                                '{"timeoutId": "changed"}'::jsonb)$$,
+  '23505', NULL, 'the same timeout id with another body: 23505');
 
 -- Replacing the timeout cancels the old row.
 SAVEPOINT before_replace;

@@ -13,7 +13,9 @@
 # template database that also gets pgTAP, dblink and support/helpers.sql; every
 # test file runs in its own copy of it. The dblink tests connect back to the
 # server through its socket as the same user, so that must not need a password.
-# Roles are cluster-wide: outbox_writer and outbox_dispatcher are created if
+# Roles are cluster-wide: outbox_writer and outbox_dispatcher, and the writer
+# login roles app_a and app_b of the tests that keep writers apart (connected
+# through dblink, so they must not need a password either), are created if
 # missing and left in place.
 set -euo pipefail
 
@@ -67,7 +69,7 @@ for script in "$root"/sql/[0-9][0-9][0-9]_*.sql; do
 done
 in_template -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION dblink' -f "$here/support/helpers.sql" >/dev/null
 
-export OUTBOXD_SQLTEST_URL=$url OUTBOXD_SQLTEST_TEMPLATE=$template
+export OUTBOXD_SQLTEST_URL=$url OUTBOXD_SQLTEST_TEMPLATE=$template OUTBOXD_SQLTEST_ROOT=$root
 
 tests=()
 options=()

@@ -242,7 +242,7 @@ TEST_CASE("artemis profile asks for the queue capability", "[amqp][peer]") {
   CHECK(proton::get<std::string>(peer.received().front().decode().properties().get("_AMQ_DUPL_ID")) == "msg-1");
 }
 
-TEST_CASE("a row that cannot be encoded is rejected without being sent", "[amqp][peer]") {
+TEST_CASE("a row that cannot be encoded is answered unsendable without being sent", "[amqp][peer]") {
   AmqpPeer peer;
   RecordingSink sink;
   Publisher publisher(peer_broker(peer.url()), "outboxd-test", sink);
@@ -253,9 +253,9 @@ TEST_CASE("a row that cannot be encoded is rejected without being sent", "[amqp]
   publisher.publish({bad, empty_destination, row(3)});
   REQUIRE(sink.wait_for_outcomes(3));
   const auto outcomes = sink.by_id();
-  CHECK(outcomes.at(1).front().outcome == DeliveryOutcome::rejected);
-  CHECK(outcomes.at(1).front().reason.starts_with("headers.list: nested values are not supported"));
-  CHECK(outcomes.at(2).front().outcome == DeliveryOutcome::rejected);
+  CHECK(outcomes.at(1).front().outcome == DeliveryOutcome::unsendable);
+  CHECK(outcomes.at(1).front().reason == R"(headers: key "list": arrays and objects are not supported)");
+  CHECK(outcomes.at(2).front().outcome == DeliveryOutcome::unsendable);
   CHECK(outcomes.at(2).front().reason == "destination is empty");
   CHECK(outcomes.at(3).front().outcome == DeliveryOutcome::accepted);
   CHECK(peer.received_count() == 1);

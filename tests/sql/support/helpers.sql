@@ -106,3 +106,58 @@ LANGUAGE sql IMMUTABLE
 AS $$
   SELECT ((hashtext(key)::bigint & 2147483647) % n)::int
 $$;
+
+-- A login role of group outbox_writer, created if missing (roles are
+-- cluster-wide and stay). Call it outside the test's transaction: dblink
+-- sessions see only committed roles.
+CREATE FUNCTION sqltest.writer_login(role_name text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles r WHERE r.rolname = role_name) THEN
+    EXECUTE format('CREATE ROLE %I LOGIN IN ROLE outbox_writer', role_name);
+  END IF;
+END
+$$;
+
+-- Runs command in a fresh session of login role role_name (its own
+-- transaction, committed) and returns 'ok', or the SQLSTATE and message it
+-- raised with the DETAIL if any: 'SQLSTATE: message [detail]'.
+CREATE FUNCTION sqltest.try_login(role_name text, command text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  state text;
+  message text;
+  detail text;
+BEGIN
+  PERFORM dblink_connect('login', regexp_replace(sqltest.conninfo(), 'user=\S+$', 'user=' || role_name));
+  BEGIN
+    -- In a DO block: dblink_exec refuses statements that return rows.
+    PERFORM dblink_exec('login', format('DO %L', format('BEGIN EXECUTE %L; END', command)));
+    PERFORM dblink_disconnect('login');
+    RETURN 'ok';
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+    PERFORM dblink_disconnect('login');
+    RETURN state || ': ' || message || coalesce(nullif(' [' || detail || ']', ' []'), '');
+  END;
+END
+$$;
+
+-- The value of query (one row, one column, as text) in a fresh session of login role role_name.
+CREATE FUNCTION sqltest.ask_login(role_name text, query text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  answer text;
+BEGIN
+  PERFORM dblink_connect('login', regexp_replace(sqltest.conninfo(), 'user=\S+$', 'user=' || role_name));
+  SELECT t.a INTO answer FROM dblink('login', query) AS t(a text);
+  PERFORM dblink_disconnect('login');
+  RETURN answer;
+END
+$$;

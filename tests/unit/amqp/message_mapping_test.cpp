@@ -169,23 +169,28 @@ TEST_CASE("headers type rules", "[amqp]") {
   row.traceparent.reset();
 
   SECTION("integers are long, non-integers double, also at the edges") {
-    row.headers_json = R"({"a":-9223372036854775808,"b":9223372036854775807,"c":1.0,"d":1e300,"e":-0.5})";
+    row.headers_json = R"({"a":-9223372036854775808,"b":9223372036854775807,"c":1.0,"d":1.5e300,"e":-0.5})";
     const auto props = round_trip(mapped(row)).properties();
     CHECK(proton::get<std::int64_t>(props.get("a")) == INT64_MIN);
     CHECK(proton::get<std::int64_t>(props.get("b")) == INT64_MAX);
     CHECK(props.get("c").type() == proton::DOUBLE);
-    CHECK(proton::get<double>(props.get("d")) == 1e300);
+    CHECK(proton::get<double>(props.get("d")) == 1.5e300);
     CHECK(proton::get<double>(props.get("e")) == -0.5);
+  }
+  SECTION("null is an AMQP null") {
+    row.headers_json = R"({"gone":null})";
+    const auto props = round_trip(mapped(row)).properties();
+    CHECK(props.get("gone").empty());
+    CHECK(props.size() == 1);
   }
   SECTION("empty object, empty text and unicode keys") {
     row.headers_json = "{}";
     CHECK(round_trip(mapped(row)).properties().empty());
     row.headers_json = "";
     CHECK(round_trip(mapped(row)).properties().empty());
-    row.headers_json = R"({"région":"é","":"empty key"})";
+    row.headers_json = R"({"région":"é"})";
     const auto props = round_trip(mapped(row)).properties();
     CHECK(proton::get<std::string>(props.get("région")) == "é");
-    CHECK(proton::get<std::string>(props.get("")) == "empty key");
   }
 }
 
@@ -199,14 +204,20 @@ TEST_CASE("headers that cannot be application properties are rejected", "[amqp]"
     return result.error().message;
   };
 
-  CHECK(reason(R"({"a":1,"tags":["x"]})").starts_with("headers.tags: nested values are not supported"));
-  CHECK(reason(R"({"inner":{"x":1}})").starts_with("headers.inner: nested values are not supported"));
-  CHECK(reason(R"({"gone":null})").starts_with("headers.gone: null values are not supported"));
-  CHECK(reason(R"({"big":18446744073709551615})") ==
-        "headers.big: integer 18446744073709551615 does not fit a signed 64-bit long");
-  CHECK(reason(R"(["a"])").starts_with("headers: expected a JSON object, got array"));
-  CHECK(reason(R"("text")").starts_with("headers: expected a JSON object, got string"));
-  CHECK(reason("{not json").starts_with("headers: expected a JSON object, got invalid JSON"));
+  // tests/acceptance/headers.tsv has the cases; these are the words.
+  CHECK(reason(R"({"a":1,"tags":["x"]})") == R"(headers: key "tags": arrays and objects are not supported)");
+  CHECK(reason(R"({"inner":{"x":1}})") == R"(headers: key "inner": arrays and objects are not supported)");
+  CHECK(reason(R"({"big":18446744073709551615})") == R"(headers: key "big": integers must fit a signed 64-bit long)");
+  CHECK(reason(R"({"huge":1e400})") == R"(headers: key "huge": numbers must fit a double)");
+  // How jsonb prints 1e400: an integer, too large.
+  CHECK(reason(R"({"huge":1)" + std::string(400, '0') + "}") ==
+        R"(headers: key "huge": integers must fit a signed 64-bit long)");
+  CHECK(reason("{\"a\\u001b[2J\\nb\":1}") ==
+        R"(headers: key "a\u001b[2J\nb": keys are 1..128 characters without control characters)");
+  CHECK(reason(R"({"x-opt-to":"q"})") == R"(headers: key "x-opt-to": reserved by the AMQP specification or a broker)");
+  CHECK(reason(R"(["a"])") == "headers: not a JSON object");
+  CHECK(reason(R"("text")") == "headers: not a JSON object");
+  CHECK(reason("{not json") == "headers: not a JSON object");
 }
 
 TEST_CASE("a set column wins over a header of the same name; a NULL column lets it through", "[amqp]") {
@@ -236,13 +247,11 @@ TEST_CASE("ttl limits", "[amqp]") {
 
 TEST_CASE("profile extras: Artemis gets _AMQ_DUPL_ID = message-id, others do not", "[amqp]") {
   OutboxMessage row = full_row();
-  row.headers_json = R"({"_AMQ_DUPL_ID":"from-header"})";
   const auto artemis = round_trip(mapped(row, BrokerProfile::artemis)).properties();
   CHECK(proton::get<std::string>(artemis.get("_AMQ_DUPL_ID")) == "order-17-created");
   for (auto profile : {BrokerProfile::generic, BrokerProfile::rabbitmq, BrokerProfile::activemq,
                        BrokerProfile::azure_servicebus}) {
-    const auto props = round_trip(mapped(row, profile)).properties();
-    CHECK(proton::get<std::string>(props.get("_AMQ_DUPL_ID")) == "from-header");
+    CHECK_FALSE(round_trip(mapped(row, profile)).properties().exists("_AMQ_DUPL_ID"));
   }
 }
 

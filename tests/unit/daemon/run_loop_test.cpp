@@ -109,6 +109,18 @@ TEST_CASE("Run loop: a rejected row is retried after its backoff and parked at m
   CHECK(f.stop() == 0);
 }
 
+TEST_CASE("Run loop: a row that cannot be made into a message is parked at once", "[daemon][run_loop]") {
+  LoopFixture f;
+  f.broker.answer = [](const core::OutboxMessage&) { return DeliveryOutcome::unsendable; };
+  const auto id = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.database.status(id) == Status::parked; }));
+  CHECK(f.broker.times_sent(id) == 1);
+  CHECK(f.loop.metrics().unsendable.value() == 1);
+  CHECK(f.loop.metrics().rejected.value() == 0);
+  CHECK(f.loop.metrics().parked.value() == 1);
+  CHECK(f.stop() == 0);
+}
+
 TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its marks are fenced off",
           "[daemon][run_loop]") {
   auto config = test_config();

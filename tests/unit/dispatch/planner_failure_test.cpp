@@ -88,6 +88,20 @@ TEST_CASE("A row has at most one pending write: the newest decision replaces old
   CHECK(f.planner.pending_writes().empty());
 }
 
+TEST_CASE("A row that cannot be made into a message is parked at its first attempt", "[dispatch][planner][park]") {
+  PlannerFixture f;  // max_attempts 5
+  f.add({row(1, "A"), row(2, "A"), row(3, "B")});
+  CHECK(f.take() == Ids{1, 3});
+  f.planner.on_outcome(1, outboxd::core::DeliveryOutcome::unsendable, R"(headers: key "a": arrays and objects are not supported)");
+  REQUIRE(f.failures().size() == 1);
+  check_failure(f.failures()[0], 1, 1, 0ms, R"(headers: key "a": arrays and objects are not supported)", true);
+  CHECK(f.planner.counters().parked == 1);
+  CHECK(f.planner.counters().unsendable == 1);
+  CHECK(f.planner.counters().rejected == 0);
+  CHECK(f.planner.next_wakeup() == std::nullopt);  // no retry timer
+  CHECK(f.take().empty());                          // 2 stays behind its parked session
+}
+
 TEST_CASE("Reaching max_attempts parks the row and drops its session's buffered rows", "[dispatch][planner][park]") {
   PlannerFixture f;  // max_attempts 5
   f.add({row(1, "A", 4), row(2, "A"), row(3, "A"), row(4, "B"), row(5, "B")});
