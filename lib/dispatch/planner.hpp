@@ -181,6 +181,7 @@ class Planner {
   void schedule(Session& session, core::SteadyTime now);
   void arm(core::RowId id, Row& row);
   void requeue(RowMap::iterator it, core::SteadyTime retry_at, core::SteadyTime now);
+  void settle(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason, core::SteadyTime now);
   void on_not_settled(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason,
                       core::SteadyTime now);
   void record_failure(RowMap::iterator it, std::string error, core::SteadyTime now);
