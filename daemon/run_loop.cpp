@@ -1,4 +1,4 @@
-// The run loop. Each iteration is a fixed list of steps; see docs/design.md.
+// The run loop: start, one iteration as a fixed list of steps, finish; and the claim and publish steps.
 #include "daemon/run_loop.hpp"
 
 #include <spdlog/spdlog.h>
@@ -129,49 +129,6 @@ int RunLoop::finish() {
   return exit_code_.value_or(0);
 }
 
-void RunLoop::apply_outcomes() {
-  auto news = broker_.take_news();
-  note_broker_connection(news.connection_events);
-  const auto before = book_.counters();
-  const auto now = clock_.now();
-  for (const auto& outcome : news.outcomes) {
-    if (outcome.outcome == core::DeliveryOutcome::accepted) observe_delay(metrics_.delay_to_accept, outcome.id, now);
-    book_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
-  }
-  count_outcomes(before, book_.counters());
-  if (!news.outcomes.empty() && !writes_since_ && !book_.pending_writes().empty()) writes_since_ = clock_.now();
-}
-
-void RunLoop::note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events) {
-  for (const auto& event : events) {
-    if (event.up) {
-      if (!broker_up_) spdlog::info("broker connected: {}", event.reason);
-    } else {
-      // Every lost or refused connection counts; the log says it once per outage.
-      metrics_.broker_lost.inc();
-      if (broker_up_) spdlog::warn("broker connection lost: {}", event.reason);
-      else spdlog::debug("broker connection attempt failed: {}", event.reason);
-    }
-    broker_up_ = event.up;
-  }
-}
-
-// The planner counts outcomes, once; the metrics take its counts (an outcome
-// for a row no longer in flight is stale and not counted).
-void RunLoop::count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after) {
-  metrics_.accepted.inc(after.accepted - before.accepted);
-  metrics_.rejected.inc(after.rejected - before.rejected);
-  metrics_.unsendable.inc(after.unsendable - before.unsendable);
-  metrics_.released.inc(after.released - before.released);
-  metrics_.unknown.inc(after.unknown - before.unknown);
-  const auto not_sent = after.not_sent - before.not_sent;
-  if (not_sent == 0) return;
-  metrics_.not_sent.inc(not_sent);
-  spdlog::warn("{} row{} not sent: the lease fencing deadline passed before the AMQP thread could send {} "
-               "(was the process stalled?); they go out again once the lease is confirmed",
-               not_sent, not_sent == 1 ? "" : "s", not_sent == 1 ? "it" : "them");
-}
-
 core::Status RunLoop::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
@@ -190,95 +147,6 @@ void RunLoop::fail_database(const core::Error& error) {
   }
   metrics_.database_lost.inc();
   db_.lost(error);
-}
-
-// Accepted rows are marked in batches: a batch waits at most kMarkDelay, or
-// goes at once when full or when stopping.
-bool RunLoop::decisions_due() const {
-  const auto& writes = book_.pending_writes();
-  if (writes.empty() || !db_.up()) return false;
-  const auto pending = writes.dispatched.size() + writes.failures.size();
-  return pending >= static_cast<std::size_t>(config_.dispatch.batch_size) || stopping_ ||
-         (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
-}
-
-void RunLoop::persist_decisions() {
-  if (!decisions_due()) return;
-  const auto started = clock_.now();
-  const auto unchanged = write_decisions();
-  if (!unchanged) return;
-  if (*unchanged > 0) {
-    spdlog::warn("{} outcome{} not recorded: lease lost meanwhile (the next owner publishes again) or row no "
-                 "longer pending", *unchanged, *unchanged == 1 ? "" : "s");
-  }
-  const auto& writes = book_.pending_writes();
-  for (const auto& failure : writes.failures) count_failure(failure);
-  totals_.dispatched += writes.dispatched.size();
-  metrics_.dispatched.inc(writes.dispatched.size());
-  metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
-  book_.on_persisted();
-  writes_since_.reset();
-}
-
-// The marks, then the failures. Returns how many rows the statements left
-// alone: fenced off (the lease was lost meanwhile; the next owner publishes
-// them again) or no longer pending; nothing when a statement failed.
-std::optional<std::size_t> RunLoop::write_decisions() {
-  const auto& writes = book_.pending_writes();
-  std::size_t unchanged = 0;
-  if (!writes.dispatched.empty()) {
-    auto marked = db_.rows().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
-    if (!marked) {
-      fail_database(marked.error());
-      return std::nullopt;
-    }
-    unchanged += writes.dispatched.size() - static_cast<std::size_t>(marked.value());
-  }
-  if (!writes.failures.empty()) {
-    std::vector<pg::FailureRecord> records;
-    records.reserve(writes.failures.size());
-    for (const auto& f : writes.failures) {
-      records.push_back({f.id, f.attempts, std::chrono::duration_cast<milliseconds>(f.retry_in), f.error, f.park});
-    }
-    auto recorded = db_.rows().record_failures(records, instance_id_);
-    if (!recorded) {
-      fail_database(recorded.error());
-      return std::nullopt;
-    }
-    unchanged += records.size() - static_cast<std::size_t>(recorded.value());
-  }
-  return unchanged;
-}
-
-void RunLoop::count_failure(const dispatch::FailureWrite& failure) {
-  if (!failure.park) {
-    ++totals_.retried;
-    metrics_.retried.inc();
-    return;
-  }
-  const auto* row = book_.find(failure.id);
-  spdlog::warn("parked row {} (message_id {}) after {} attempts: {}", failure.id,
-               row == nullptr ? std::string("?") : row->message_id, failure.attempts, failure.error);
-  ++totals_.parked;
-  metrics_.parked.inc();
-}
-
-void RunLoop::keep_leases() {
-  if (!db_.up() || stopping_) return;
-  std::vector<int> stopped;
-  std::vector<int> gained;
-  if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
-  book_.drop_partitions(stopped);
-  if (!gained.empty()) book_.restart_pass();  // rows of a new partition may lie below the cursor
-  release_drained();
-}
-
-// A draining partition is released once none of its rows is held any more.
-void RunLoop::release_drained() {
-  const auto& draining = leases_.draining();
-  if (draining.empty() || !db_.up()) return;
-  const auto drained = book_.drained(draining);
-  if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
 }
 
 void RunLoop::claim_rows() {
@@ -320,59 +188,6 @@ void RunLoop::publish_ready() {
   for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, row.id, now);
   metrics_.published.inc(rows.size());
   broker_.send(std::move(rows), leases_.valid_until());
-}
-
-void RunLoop::update_health() {
-  const auto now = clock_.now();
-  metrics::beat(health_, now);
-  health_.database_up = db_.up();
-  health_.broker_up = broker_up_;
-  health_.leases_held = leases_.may_publish();
-  metrics_.in_flight.set(static_cast<std::int64_t>(book_.in_flight()));
-  metrics_.buffered.set(static_cast<std::int64_t>(book_.buffered()));
-  metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
-}
-
-void RunLoop::purge_finished() {
-  const auto now = clock_.now();
-  if (now < next_purge_ || !db_.up() || stopping_) return;
-  next_purge_ = now + config_.retention.purge_interval;
-  const auto keep_for = config_.retention.mode == config::RetentionMode::keep ? config_.retention.keep_for
-                                                                               : milliseconds(0);
-  auto purged = db_.rows().purge(keep_for, config_.retention.purge_batch);
-  if (!purged) return fail_database(purged.error());
-  if (purged.value() > 0) spdlog::info("retention: purged {} finished rows", purged.value());
-  // A full batch means more is waiting: come back soon rather than at the interval.
-  if (purged.value() == config_.retention.purge_batch) next_purge_ = now + milliseconds(100);
-}
-
-void RunLoop::log_stats() {
-  const auto now = clock_.now();
-  if (now < next_stats_) return;
-  report_status(true);
-  const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
-  const auto delta = totals_.dispatched - last_stats_.dispatched;
-  if (delta > 0 || book_.in_flight() > 0 || book_.buffered() > 0) {
-    spdlog::info("dispatched {} ({:.0f}/s), in flight {}, buffered {}, retried {}, parked {}", delta,
-                 static_cast<double>(delta) / seconds, book_.in_flight(), book_.buffered(),
-                 totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
-  }
-  last_stats_ = totals_;
-  schedule_stats(now);
-}
-
-// stats_interval_ms 0 turns the stats line off (and its status refresh).
-void RunLoop::schedule_stats(core::SteadyTime now) {
-  const auto interval = config_.dispatch.stats_interval;
-  next_stats_ = interval.count() > 0 ? now + interval : core::SteadyTime::max();
-}
-
-// From the moment a row became due (its claim's start less how long the
-// database says it had been due) to `now`.
-void RunLoop::observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now) {
-  if (const auto due_since = book_.due_since(id)) {
-    histogram.observe(std::chrono::duration<double>(now - *due_since).count());
-  }
 }
 
 bool RunLoop::finished_stopping() const {
