@@ -50,12 +50,12 @@ int cmd_run(const std::string& path) {
   const auto seed = static_cast<std::uint64_t>(clock.now().time_since_epoch().count());
   core::FastRandom random(seed);
   core::FastRandom publisher_random(seed ^ 0x9E3779B97F4A7C15ULL);  // the AMQP thread's own
-  Wakeup wakeup;
-  SystemEvents events(signals, wakeup);
+  EventFd event_fd;
+  SystemEvents events(signals, event_fd);
   DatabaseSession database(started, instance_id, clock, random);
   const auto& broker_config = started.broker;
   PublisherBroker broker(broker_config, broker_config.container_id.empty() ? instance_id : broker_config.container_id,
-                         wakeup, clock, publisher_random);
+                         event_fd, clock, publisher_random);
   RunLoop loop(std::move(*config), instance_id, {database, broker, events, clock, random});
   return loop.run();
 }

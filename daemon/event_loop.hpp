@@ -8,13 +8,13 @@
 
 namespace outboxd::daemon {
 
-// An eventfd other threads write to so the main thread wakes up.
-class Wakeup {
+// An eventfd other threads write to so the main thread wakes up (news from the AMQP thread).
+class EventFd {
  public:
-  Wakeup();
-  ~Wakeup();
-  Wakeup(const Wakeup&) = delete;
-  Wakeup& operator=(const Wakeup&) = delete;
+  EventFd();
+  ~EventFd();
+  EventFd(const EventFd&) = delete;
+  EventFd& operator=(const EventFd&) = delete;
 
   void notify();  // thread-safe, async-signal-safe
   void clear();
@@ -43,7 +43,7 @@ class SignalWatcher {
 // The Events port on poll(): the eventfd, the signalfd and the database socket.
 class SystemEvents final : public Events {
  public:
-  SystemEvents(SignalWatcher& signals, Wakeup& wakeup) : signals_(signals), wakeup_(wakeup) {}
+  SystemEvents(SignalWatcher& signals, EventFd& event_fd) : signals_(signals), event_fd_(event_fd) {}
 
   std::vector<int> take_signals() override { return signals_.take(); }
   // Clears the eventfd when it woke the wait.
@@ -51,7 +51,7 @@ class SystemEvents final : public Events {
 
  private:
   SignalWatcher& signals_;
-  Wakeup& wakeup_;
+  EventFd& event_fd_;
 };
 
 }  // namespace outboxd::daemon

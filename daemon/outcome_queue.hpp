@@ -13,7 +13,7 @@ namespace outboxd::daemon {
 
 class OutcomeQueue final : public amqp::OutcomeSink {
  public:
-  explicit OutcomeQueue(Wakeup& wakeup) : wakeup_(wakeup) {}
+  explicit OutcomeQueue(EventFd& event_fd) : event_fd_(event_fd) {}
 
   // AMQP thread.
   void on_outcome(amqp::Outcome outcome) override;
@@ -23,7 +23,7 @@ class OutcomeQueue final : public amqp::OutcomeSink {
   BrokerNews take();
 
  private:
-  Wakeup& wakeup_;
+  EventFd& event_fd_;
   std::mutex mutex_;
   BrokerNews pending_;  // guarded by mutex_
 };

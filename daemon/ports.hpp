@@ -87,7 +87,7 @@ class Broker {
 };
 
 struct Readiness {
-  bool wakeup = false;    // another thread has news (outcomes)
+  bool news = false;      // another thread has news (outcomes): the eventfd
   bool signal = false;
   bool database = false;  // the database socket is readable
 };

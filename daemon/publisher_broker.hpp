@@ -16,9 +16,9 @@ namespace outboxd::daemon {
 class PublisherBroker final : public Broker {
  public:
   // `random` goes to the publisher's thread alone.
-  PublisherBroker(const config::BrokerConfig& broker, std::string container_id, Wakeup& wakeup,
+  PublisherBroker(const config::BrokerConfig& broker, std::string container_id, EventFd& event_fd,
                   const core::Clock& clock, core::RandomSource& random)
-      : outcomes_(wakeup), publisher_(broker, std::move(container_id), outcomes_, clock, random) {}
+      : outcomes_(event_fd), publisher_(broker, std::move(container_id), outcomes_, clock, random) {}
 
   core::Status start() override { return publisher_.start(); }
   void send(std::vector<core::OutboxMessage> rows, core::SteadyTime send_before) override {

@@ -16,7 +16,7 @@ using std::chrono::milliseconds;
 constexpr milliseconds kLateCommitCheck{10};
 
 // Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
-dispatch::WakeupPolicy::Settings wakeup_settings(const config::DispatchConfig& d) {
+dispatch::NotifyPolicy::Settings notify_settings(const config::DispatchConfig& d) {
   const auto rate = static_cast<double>(d.notify_max_rate);
   return {rate, 0.4 * rate, std::chrono::milliseconds(100), d.busy_poll};
 }
@@ -48,7 +48,7 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
       leases_(config_.leases, instance_id_, clock_),
       service_(clock_),
       late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
-      wakeup_policy_(wakeup_settings(config_.dispatch), clock_.now()) {}
+      notify_policy_(notify_settings(config_.dispatch), clock_.now()) {}
 
 int RunLoop::run() {
   if (auto failed = start()) return *failed;
@@ -159,7 +159,7 @@ void RunLoop::claim_rows() {
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   const auto claimed = book_.on_claim(std::move(sets).value(), request, started);
   metrics_.claimed.inc(claimed.added);
-  wakeup_policy_.on_claim(claimed.rows, clock_.now());
+  notify_policy_.on_claim(claimed.rows, clock_.now());
   after_claim(claimed);
 }
 
@@ -173,10 +173,10 @@ void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
   }
   next_due_.reset();
   if (claimed.next_due) next_due_ = clock_.now() + *claimed.next_due;
-  if (wakeup_policy_.busy()) {
+  if (notify_policy_.busy()) {
     // Rows pour in: writers need not NOTIFY, we look again shortly.
     if (notify_armed_) arm_notify(false);
-    next_busy_claim_ = clock_.now() + wakeup_policy_.busy_poll();
+    next_busy_claim_ = clock_.now() + notify_policy_.busy_poll();
   }
 }
 

@@ -17,7 +17,7 @@
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/row_book.hpp"
-#include "dispatch/wakeup_policy.hpp"
+#include "dispatch/notify_policy.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
@@ -103,7 +103,7 @@ class RunLoop {
 
   bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
-  dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour
+  dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
   std::optional<core::SteadyTime> next_busy_claim_;
   bool broker_up_ = false;
   std::optional<core::SteadyTime> next_due_;

@@ -51,7 +51,7 @@ milliseconds RunLoop::sleep_budget() {
 
 void RunLoop::sleep_until_next_event() {
   if (claim_possible()) return;  // more to read right away
-  if (!book_.claim_may_find_rows() && !notify_armed_ && db_.notifications() && !wakeup_policy_.busy() && db_.up() &&
+  if (!book_.claim_may_find_rows() && !notify_armed_ && db_.notifications() && !notify_policy_.busy() && db_.up() &&
       !stopping_) {
     // Caught up: ask writers to NOTIFY, then look once more, because a row
     // committed between the last claim and the arming sent no notification.

@@ -80,7 +80,7 @@ class RowBook {
 
   std::size_t in_flight() const { return planner_.in_flight(); }
   std::size_t buffered() const { return planner_.buffered(); }
-  std::optional<core::SteadyTime> next_retry() const { return planner_.next_wakeup(); }
+  std::optional<core::SteadyTime> next_retry() const { return planner_.next_retry(); }
   Planner::Counters counters() const { return planner_.counters(); }
 
  private:

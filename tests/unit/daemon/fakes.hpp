@@ -235,7 +235,7 @@ class FakeEvents final : public Events {
 
   std::vector<int> take_signals() override { return std::exchange(signals, {}); }
   Readiness wait(int, std::chrono::milliseconds timeout) override {
-    if (broker_.has_news()) return {.wakeup = true};
+    if (broker_.has_news()) return {.news = true};
     ++sleeps;
     slept += timeout;
     clock_.advance(timeout);
