@@ -51,8 +51,13 @@ def test_header_key_with_newline_and_escape_is_escaped_in_the_log(workdir, datab
     run_cli("migrate", "-c", path)
     daemon = Daemon(path).start()
     try:
+        # The SQL refuses such a key since 009 (and 005's CHECK let arrays through): this stands for a row
+        # written before, which the daemon must still park with a reason that cannot forge a log line.
+        with database.connect() as conn, conn.cursor() as cur:  # one transaction, as the superuser
+            enqueue(cur, "q", "bad-headers", b"x", headers='{"ok": 1}')
+            cur.execute("UPDATE outbox.messages SET headers = %s WHERE message_id = 'bad-headers'",
+                        ('{"k\\nFAKE forged line \\u001b[2J": [1]}',))
         with database.connect() as conn, conn.cursor() as cur:
-            enqueue(cur, "q", "bad-headers", b"x", headers='{"k\\nFAKE forged line \\u001b[2J": null}')
             enqueue(cur, "q", "fine", b"y")
         wait_until(lambda: database.query(
             "SELECT 1 FROM outbox.messages WHERE message_id = 'bad-headers' AND status = 'parked'"), what="parked")
@@ -61,9 +66,9 @@ def test_header_key_with_newline_and_escape_is_escaped_in_the_log(workdir, datab
         assert daemon.stop() == 0, daemon.log()
         peer.stop()
     last_error = database.query("SELECT last_error FROM outbox.messages WHERE message_id = 'bad-headers'")[0][0]
-    assert last_error.startswith("headers.k FAKE forged line  [2J: null values are not supported"), last_error
+    assert last_error.startswith("headers.k FAKE forged line  [2J: arrays and objects are not supported"), last_error
     log = daemon.log()
-    assert "headers.k\\nFAKE forged line \\x1b[2J: null values" in log
+    assert "headers.k\\nFAKE forged line \\x1b[2J: arrays and objects" in log
     assert "\x1b" not in log
     assert not any(line.startswith("FAKE") for line in log.splitlines())
 

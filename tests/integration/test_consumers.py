@@ -49,6 +49,8 @@ def test_single_active_consumer_keeps_session_order_across_a_handover(workdir, d
     sessions, per_session = 20, 50
     path = write_config(f"{workdir}/outboxd.yaml", database, broker)
     run_cli("migrate", "-c", path)
+    # A full address is the DBA's to allow (docs/sql.md, destinations).
+    database.query("UPDATE outbox.settings SET allowed_address_prefixes = '{/amq/queue/}'")
     daemon = Daemon(path).start()
     try:
         with database.connect() as conn, conn.cursor() as cur:

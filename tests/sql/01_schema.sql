@@ -129,8 +129,13 @@ SELECT is_empty($$
 SELECT set_eq($$
   SELECT p.pronamespace::regnamespace || '.' || p.proname, format_type(p.prorettype, NULL) FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
-     AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid' AND p.proname <> 'text_ok'$$,
+     AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
+     -- internal helpers of the row rules and of cancel() and reschedule()
+     AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'destination_problem',
+                           'lock_waiting_row')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
+           ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'),
+           ('outbox.record_received', 'boolean'), ('outbox.purge_received', 'integer'), ('workflow.emit', 'bigint'),
            ('workflow.start', 'boolean'), ('workflow.save', 'bigint'), ('workflow.record_processed', 'boolean'),
            ('workflow.purge_processed', 'integer'), ('workflow.set_timeout', 'bigint'),
            ('workflow.clear_timeout', 'boolean'), ('workflow.record_compensation', 'boolean'),
