@@ -141,13 +141,19 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return std::vector<std::string>();
   }
 
-  // LeaseStore: grants `held` at every balance.
+  // LeaseStore: grants `held` at every balance, those in `over_share` flagged so.
   core::Result<std::vector<pg::Lease>> balance(std::string_view, std::chrono::milliseconds ttl) override {
     std::vector<pg::Lease> leases;
-    for (const int partition : held) leases.push_back({partition, 1, ttl, false});
+    for (const int partition : held) leases.push_back({partition, 1, ttl, over_share.contains(partition)});
     return leases;
   }
-  core::Status release(std::string_view, const std::vector<int>&) override { return {}; }
+  core::Status release(std::string_view, const std::vector<int>& partitions) override {
+    for (const int partition : partitions) {
+      std::erase(held, partition);
+      released.push_back(partition);
+    }
+    return {};
+  }
   core::Status release_all(std::string_view) override {
     released_all = true;
     return {};
@@ -161,6 +167,8 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   std::map<core::RowId, int> attempts;  // as recorded by record_failures
   std::map<core::RowId, core::SteadyTime> marked_at;
   std::vector<int> held{0};
+  std::set<int> over_share;
+  std::vector<int> released;  // by release()
   bool armed = false;
   bool released_all = false;
   bool deregistered = false;

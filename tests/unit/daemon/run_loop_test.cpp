@@ -144,6 +144,29 @@ TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its mark
   CHECK(f.stop() == 0);
 }
 
+TEST_CASE("Run loop: a partition over the share is released once its rows in flight are marked",
+          "[daemon][run_loop]") {
+  LoopFixture f;
+  f.database.held = {0, 1};
+  f.broker.hold = true;
+  const auto kept = f.database.insert(std::nullopt, 0);
+  const auto draining = f.database.insert(std::nullopt, 1);
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
+  f.database.over_share = {1};  // another instance joined: partition 1 is to be handed over
+  f.clock.advance(10s);         // renew_interval
+  REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 1; }));
+  const auto later = f.database.insert(std::nullopt, 1);
+  for (int i = 0; i < 5; ++i) f.loop.iterate();
+  CHECK(f.database.released.empty());  // its row is still in flight
+  CHECK(f.broker.times_sent(later) == 0);  // draining: no new rows claimed
+  f.broker.answer_held(DeliveryOutcome::accepted);
+  REQUIRE(f.turn_until([&] { return !f.database.released.empty(); }));
+  CHECK(f.database.released == std::vector<int>{1});
+  CHECK(f.database.status(kept) == Status::dispatched);
+  CHECK(f.database.status(draining) == Status::dispatched);  // marked before the release
+  CHECK(f.stop() == 0);
+}
+
 TEST_CASE("Run loop: a database error mid-pipeline reconnects and persists what was decided, publishing nothing twice",
           "[daemon][run_loop]") {
   LoopFixture f;
