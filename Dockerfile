@@ -24,7 +24,7 @@ FROM debian:bookworm-20250520 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
-      libpq-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev \
+      libpq-dev libssl-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev \
       nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
