@@ -24,7 +24,7 @@ FROM debian:bookworm-20250520 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
-      libpq-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev \
+      libpq-dev libssl-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev \
       nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -37,7 +37,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DOUTBOXD_TESTS=OFF
 FROM debian:bookworm-20250520-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libpq5 libqpid-proton-cpp12 libqpid-proton11 libyaml-cpp0.7 libspdlog1.10 libfmt9 \
+      libpq5 libssl3 libqpid-proton-cpp12 libqpid-proton11 libyaml-cpp0.7 libspdlog1.10 libfmt9 \
       libcpp-httplib0.11 libsystemd0 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 outboxd \

@@ -4,6 +4,7 @@
 
 #include "config/loader.hpp"
 #include "config/security_warnings.hpp"
+#include "config/url.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
 #include "log/log.hpp"
@@ -25,7 +26,7 @@ std::optional<config::Config> load_config_or_report(const std::string& path) {
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command) {
   auto connection = pg::Connection::open(config.database, std::string("outboxd ") + command);
   if (!connection) {
-    std::cerr << command << ": cannot connect to " << config::redact(config.database.url) << ": "
+    std::cerr << command << ": cannot connect to " << config::describe(config.database.target, config::database_secrets(config.database)) << ": "
               << connection.error().message << '\n';
     return std::nullopt;
   }

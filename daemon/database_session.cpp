@@ -34,6 +34,7 @@ core::Status DatabaseSession::listen() {
   if (database.listen_url.empty()) return {};
   config::DatabaseConfig direct = database;
   direct.url = database.listen_url;
+  direct.target = database.listen_target;
   direct.pooler = config::Pooler::none;
   auto listener = pg::Connection::open(direct, "outboxd " + instance_id_ + " listen");
   if (!listener) return core::Error{listener.error().kind, "database.listen_url: " + listener.error().message};

@@ -13,7 +13,7 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
-  libpq-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
+  libpq-dev libssl-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
   nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev catch2
   postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2

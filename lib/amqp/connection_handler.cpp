@@ -33,7 +33,8 @@ ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, Connect
       sink_(sink),
       connected_(connected),
       clock_(clock),
-      backoff_(broker.reconnect_min, broker.reconnect_max, random),
+      random_(random),
+      backoff_({broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}),
       links_(sink) {}
 
 void ConnectionHandler::guarded(const char* where, const std::function<void()>& step) {
@@ -128,9 +129,9 @@ void ConnectionHandler::connection_lost(const std::string& reason, bool close_it
   last_error_ = reason;
   sink_.on_connection(false, reason);  // first, so that logs read "lost", then the rows it took along
   links_.fail_all(reason);
-  if (was_up && now() - up_since_ >= broker_.reconnect_max) backoff_.reset();
+  if (was_up && now() - up_since_ >= broker_.reconnect_max) failures_ = 0;
   state_ = State::waiting;
-  reconnect_at_ = now() + backoff_.next();
+  reconnect_at_ = now() + backoff_.bounded_delay(++failures_, random_);
   arm_timer();
 }
 

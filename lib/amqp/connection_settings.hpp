@@ -1,4 +1,4 @@
-// What a broker connection needs, derived and validated from BrokerConfig before connecting.
+// What a broker connection needs, taken from the config's parsed BrokerConfig before connecting.
 #pragma once
 
 #include <string>
@@ -9,8 +9,8 @@
 namespace outboxd::amqp {
 
 struct ConnectionSettings {
-  std::string url;                 // as configured
-  std::string host;
+  std::string url;                 // as configured, for Proton's connect()
+  std::string host;                // broker.endpoint's
   std::string port;
   bool tls = false;                // amqps:// or broker.tls.enabled
   std::string sasl_mechanisms;     // space-separated, for Proton's sasl_allowed_mechs
@@ -21,12 +21,11 @@ struct ConnectionSettings {
   bool plain_over_cleartext = false;
 };
 
-// Mechanisms: broker.sasl_mechanisms if set (PLAIN, EXTERNAL, ANONYMOUS are
-// supported by Proton's built-in SASL), else PLAIN with a username and
-// ANONYMOUS without one. Proton never falls back to a mechanism that is not in
-// the list. Errors (kind fatal): a URL that is not amqp:// or amqps:// with a
-// host, an unknown mechanism, PLAIN without a username, EXTERNAL without TLS
-// and a client certificate.
+// The URL comes parsed (broker.endpoint) and the mechanisms decided
+// (config::sasl_mechanisms_of) by the config, which also checked that each
+// mechanism has what it needs; Proton never falls back to a mechanism that is
+// not in the list. Errors (kind fatal): an unparsed endpoint, TLS files that
+// cannot be read (now: they may have gone since the config was loaded).
 core::Result<ConnectionSettings> connection_settings(const config::BrokerConfig& broker);
 
 bool is_loopback_host(const std::string& host);

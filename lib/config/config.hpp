@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace outboxd::config {
@@ -26,8 +28,29 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// A libpq connection string as libpq itself parses it (PQconninfoParse): the
+// config parses database.url once and lib/pg connects with these keywords.
+struct PgTarget {
+  std::vector<std::pair<std::string, std::string>> options;  // every keyword the string sets, password included
+
+  // The keyword's value, empty when the string does not set it.
+  std::string get(std::string_view keyword) const;
+
+  bool operator==(const PgTarget&) const = default;
+};
+
+// broker.url, parsed by the config; lib/amqp connects to it.
+struct AmqpEndpoint {
+  bool tls = false;  // amqps://
+  std::string host;  // without IPv6 brackets
+  int port = 0;      // the scheme's default (5672 / 5671) when the URL names none
+
+  bool operator==(const AmqpEndpoint&) const = default;
+};
+
 struct DatabaseConfig {
-  std::string url;                // libpq URI or conninfo (required)
+  std::string url;                // libpq URI or conninfo (required); shown only redacted
+  PgTarget target;                // url, parsed
   std::string password;           // from password or password_file; never logged
   std::string password_file;      // resolved path, read again at every connect; empty: none
   milliseconds connect_timeout{5000};
@@ -36,17 +59,21 @@ struct DatabaseConfig {
   milliseconds reconnect_max{10000};
   Pooler pooler = Pooler::none;
   std::string listen_url;         // direct to PostgreSQL for LISTEN (pooler transaction); empty: poll
+  PgTarget listen_target;         // listen_url, parsed
 
   bool operator==(const DatabaseConfig&) const = default;
 };
 
 struct BrokerConfig {
   std::string url;                // amqp://host:port or amqps://host:port (required)
+  AmqpEndpoint endpoint;          // url, parsed
   BrokerProfile profile = BrokerProfile::generic;
   std::string username;           // empty: ANONYMOUS
   std::string password;           // from password or password_file; never logged
   std::string password_file;      // resolved path, read again at every connect; empty: none
-  std::vector<std::string> sasl_mechanisms;  // empty: PLAIN with username, else ANONYMOUS
+  // As written, or the config's default: PLAIN with a username, else ANONYMOUS.
+  // Decided and checked by the config; lib/amqp offers exactly these.
+  std::vector<std::string> sasl_mechanisms;
   bool allow_insecure_plain = false;         // silence the PLAIN-over-TCP warning
   TlsConfig tls;
   std::string container_id;       // empty: derived from the instance id
@@ -137,5 +164,9 @@ const char* to_string(BrokerProfile profile);
 const char* to_string(RetentionMode mode);
 const char* to_string(LogFormat format);
 const char* to_string(Pooler pooler);
+
+// The SASL mechanisms to offer: broker.sasl_mechanisms, or when that is empty
+// (a BrokerConfig not from the loader) PLAIN with a username, ANONYMOUS without.
+std::vector<std::string> sasl_mechanisms_of(const BrokerConfig& broker);
 
 }  // namespace outboxd::config

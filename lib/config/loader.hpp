@@ -73,7 +73,7 @@ LoadResult load_string(std::string_view yaml, std::string source_name, const Loa
 std::vector<std::string> known_key_paths();
 
 // One line for `outboxd check-config`, without any secret, e.g.
-// "ok: database 127.0.0.1:5432/app, broker amqp://127.0.0.1:5672 (rabbitmq, PLAIN as guest), schema outbox, 64 partitions".
+// "ok: database outboxd@127.0.0.1:5432/app, broker amqp://127.0.0.1:5672 (rabbitmq, PLAIN as guest), schema outbox, 64 partitions".
 std::string summary(const Config& config);
 
 }  // namespace outboxd::config

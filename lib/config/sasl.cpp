@@ -13,12 +13,15 @@ bool contains(const std::vector<std::string>& list, std::string_view name) {
 
 }  // namespace
 
+std::vector<std::string> sasl_mechanisms_of(const BrokerConfig& broker) {
+  if (!broker.sasl_mechanisms.empty()) return broker.sasl_mechanisms;
+  return {std::string(broker.username.empty() ? kSaslAnonymous : kSaslPlain)};
+}
+
 void resolve_sasl(BrokerConfig& broker, CrossCheck& check) {
   if (!check.usable({"broker.sasl_mechanisms", "broker.username", "broker.password", "broker.password_file"})) return;
   const bool explicit_list = !broker.sasl_mechanisms.empty();
-  if (!explicit_list) {
-    broker.sasl_mechanisms = {std::string(broker.username.empty() ? kSaslAnonymous : kSaslPlain)};
-  }
+  broker.sasl_mechanisms = sasl_mechanisms_of(broker);
   const auto& mechanisms = broker.sasl_mechanisms;
   const bool has_password = !broker.password.empty();
   const std::string_view password_key = check.given("broker.password") ? "broker.password" : "broker.password_file";

@@ -91,8 +91,9 @@ void read_password(MapReader& section, std::string& out, std::string& file_out) 
 void read_database(MapReader& root, DatabaseConfig& out) {
   MapReader database = root.section("database");
   if (database.required_text("url", out.url)) {
-    const auto target = parse_pg_url(out.url);
-    if (!target) database.report("url", target.error().message);
+    auto target = parse_pg_url(out.url);
+    if (target) out.target = std::move(target).value();
+    else database.report("url", target.error().message);
   }
   read_password(database, out.password, out.password_file);
   database.millis("connect_timeout_ms", out.connect_timeout, kConnectTimeoutMs);
@@ -101,12 +102,14 @@ void read_database(MapReader& root, DatabaseConfig& out) {
   database.millis("reconnect_max_ms", out.reconnect_max, kReconnectMaxMs);
   database.choice<Pooler>("pooler", out.pooler, kPoolers);
   if (database.nonempty_text("listen_url", out.listen_url)) {
-    const auto target = parse_pg_url(out.listen_url);
+    auto target = parse_pg_url(out.listen_url);
     if (!target) {
       database.report("listen_url", target.error().message);
     } else if (out.pooler != Pooler::transaction) {
       // With no pooler or a session pooler the main connection LISTENs itself.
       database.report("listen_url", "is only used with pooler: transaction");
+    } else {
+      out.listen_target = std::move(target).value();
     }
   }
 }
@@ -114,9 +117,13 @@ void read_database(MapReader& root, DatabaseConfig& out) {
 void read_broker(MapReader& root, BrokerConfig& out) {
   MapReader broker = root.section("broker");
   if (broker.required_text("url", out.url)) {
-    const auto endpoint = parse_amqp_url(out.url);
-    if (endpoint) out.tls.enabled = endpoint.value().tls;
-    else broker.report("url", endpoint.error().message);
+    auto endpoint = parse_amqp_url(out.url);
+    if (endpoint) {
+      out.endpoint = std::move(endpoint).value();
+      out.tls.enabled = out.endpoint.tls;
+    } else {
+      broker.report("url", endpoint.error().message);
+    }
   }
   broker.choice<BrokerProfile>("profile", out.profile, kBrokerProfiles);
   if (broker.nonempty_text("username", out.username) && has_control_characters(out.username)) {

@@ -8,23 +8,8 @@
 namespace outboxd::config {
 namespace {
 
-std::string describe_database(const std::string& url) {
-  const auto parsed = parse_pg_url(url);
-  if (!parsed) return redact(url);
-  const PgTarget& target = parsed.value();
-  // "[local]" is how PostgreSQL itself names a Unix-socket connection.
-  std::string out = target.host.empty() ? "[local]" : target.host;
-  if (!target.port.empty()) out += ":" + target.port;
-  else if (out.find(',') == std::string::npos) out += ":5432";
-  if (!target.dbname.empty()) out += "/" + target.dbname;
-  return out;
-}
-
 // Normalised to scheme://host:port, so the port in use shows even when the url leaves it out.
-std::string describe_broker(const std::string& url) {
-  const auto parsed = parse_amqp_url(url);
-  if (!parsed) return redact(url);
-  const AmqpEndpoint& endpoint = parsed.value();
+std::string describe_broker(const AmqpEndpoint& endpoint) {
   const bool ipv6 = endpoint.host.find(':') != std::string::npos;
   return std::string(endpoint.tls ? "amqps://" : "amqp://") + (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) +
          ":" + std::to_string(endpoint.port);
@@ -46,11 +31,11 @@ std::string describe_sasl(const BrokerConfig& broker) {
 }  // namespace
 
 std::string summary(const Config& config) {
-  std::string out = "ok: database " + describe_database(config.database.url);
+  std::string out = "ok: database " + describe(config.database.target, database_secrets(config.database));
   if (config.database.pooler != Pooler::none) {
     out += " (through a " + std::string(to_string(config.database.pooler)) + " pooler)";
   }
-  out += ", broker " + describe_broker(config.broker.url);
+  out += ", broker " + describe_broker(config.broker.endpoint);
   out += " (" + std::string(to_string(config.broker.profile)) + ", " + describe_sasl(config.broker) + ")";
   out += ", schema " + config.outbox.schema;
   out += ", " + std::to_string(config.outbox.partitions) + (config.outbox.partitions == 1 ? " partition" : " partitions");

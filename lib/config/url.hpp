@@ -1,73 +1,44 @@
-// Parsing of the config's connection strings: AMQP URLs, libpq URIs and conninfo strings.
+// Parsing of the config's connection strings: AMQP URLs by hand, libpq strings by libpq itself.
 #pragma once
 
-#include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/config.hpp"
 #include "core/result.hpp"
 
 namespace outboxd::config {
-
-// "scheme://userinfo@hostport/path?query#fragment", as views into the text.
-struct UriParts {
-  std::string_view scheme;
-  bool has_userinfo = false;
-  std::string_view userinfo;
-  std::string_view hostport;
-  std::string_view path;      // with its leading '/', or empty
-  std::string_view query;     // without the '?'
-  std::string_view fragment;  // without the '#'
-  bool has_query = false;
-  bool has_fragment = false;
-};
-
-// nullopt unless the text starts with "scheme://" (scheme: letters, digits, + - .).
-std::optional<UriParts> split_uri(std::string_view text);
-
-struct AmqpEndpoint {
-  bool tls = false;  // amqps://
-  std::string host;  // without IPv6 brackets
-  int port = 0;      // the scheme's default (5672 / 5671) when the URL names none
-};
 
 // amqp://host[:port] or amqps://host[:port]; no credentials, path or query.
 // The error message never repeats a password.
 core::Result<AmqpEndpoint> parse_amqp_url(std::string_view url);
 
-// What a libpq connection string says about where it connects. Fields the
-// string leaves out are empty.
-struct PgTarget {
-  std::string host;  // may be a comma-separated list, or a socket directory
-  std::string port;
-  std::string dbname;
-  std::string user;
-  bool has_password = false;
-};
+// Parses `url` into broker.url, broker.endpoint and broker.tls.enabled: for
+// code that builds a BrokerConfig without a config file (tests, tools).
+core::Status set_broker_url(BrokerConfig& broker, std::string url);
 
-// A libpq URI (postgresql:// or postgres://) or a conninfo string (key=value ...).
+// A libpq URI (postgresql:// or postgres://) or a conninfo string (key=value
+// ...), parsed by PQconninfoParse. Also refused: a port that is not a number
+// and, in a URI, an '@' outside the user info (an unescaped '/' or '@' in a
+// password moves part of it into the host, port or database name). Errors
+// quote nothing of the string: libpq's own message is kept with every quoted
+// fragment withheld.
 core::Result<PgTarget> parse_pg_url(std::string_view url);
 
-// One key=value pair of a conninfo string, with the value unquoted.
-struct ConninfoPair {
-  std::string key;
-  std::string value;
-};
+// Parses `url` into database.url and database.target: for code that builds a
+// DatabaseConfig without a config file (tests, tools).
+core::Status set_database_url(DatabaseConfig& database, std::string url);
 
-// nullopt when the text is not a well-formed conninfo string.
-std::optional<std::vector<ConninfoPair>> parse_conninfo(std::string_view text);
+// What must never be shown of a database connection: the url's password and
+// sslpassword, and database.password.
+std::vector<std::string> database_secrets(const DatabaseConfig& database);
 
-// A conninfo value starting at `pos` (quoted with '...' or bare): the
-// unescaped value and the offset just past it.
-struct ConninfoValue {
-  std::string value;
-  std::size_t end = 0;
-  bool ok = true;  // false: unterminated quote
-};
-ConninfoValue scan_conninfo_value(std::string_view text, std::size_t pos);
+// "user@host:port/dbname?sslmode=mode": never a password, and with any
+// text equal to one of `secrets` withheld (a password can equal a host name).
+std::string describe(const PgTarget& target, const std::vector<std::string>& secrets);
 
-std::string percent_decode(std::string_view text);
+// `text` with each non-empty secret replaced by "***".
+std::string withhold(std::string text, const std::vector<std::string>& secrets);
 
 }  // namespace outboxd::config

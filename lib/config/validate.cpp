@@ -1,7 +1,6 @@
 // Rules that involve more than one key: timing order, lease arithmetic, schema names, TLS, passwords.
 #include "config/checks.hpp"
 #include "config/scalar.hpp"
-#include "config/url.hpp"
 
 namespace outboxd::config {
 namespace {
@@ -22,8 +21,7 @@ void check_database(const DatabaseConfig& database, CrossCheck& check) {
   if (database.password.empty() || !check.usable({"database.url", "database.password", "database.password_file"})) {
     return;
   }
-  const auto target = parse_pg_url(database.url);
-  if (target && target.value().has_password) {
+  if (!database.target.get("password").empty()) {
     check.fail({"database.password", "database.password_file"},
                "the url already contains a password; give it in one place only");
   }

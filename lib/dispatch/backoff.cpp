@@ -46,4 +46,8 @@ core::Duration Backoff::delay(int attempt, core::RandomSource& random) const {
   return core::Duration(static_cast<core::Duration::rep>(std::llround(jittered)));
 }
 
+core::Duration Backoff::bounded_delay(int attempt, core::RandomSource& random) const {
+  return std::clamp(delay(attempt, random), policy_.initial, std::max(policy_.initial, policy_.max));
+}
+
 }  // namespace outboxd::dispatch

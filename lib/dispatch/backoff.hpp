@@ -21,6 +21,10 @@ class Backoff {
   // as 1. The result is never negative and never above max * (1 + jitter).
   core::Duration delay(int attempt, core::RandomSource& random) const;
 
+  // delay() kept within [initial, max]: for reconnects, which should come
+  // neither faster than the configured minimum nor later than the maximum.
+  core::Duration bounded_delay(int attempt, core::RandomSource& random) const;
+
   const BackoffPolicy& policy() const { return policy_; }
 
  private:

@@ -11,8 +11,8 @@
 namespace outboxd::pg {
 
 struct ConnectParams {
-  // In order; "dbname" (the whole URL, expanded by libpq) comes first so
-  // that the keywords after it take precedence over what the URL says.
+  // In order: the keywords of database.url (as the config parsed it) come
+  // first, so that the ones after them take precedence.
   std::vector<std::pair<std::string, std::string>> keywords;
 };
 
@@ -23,9 +23,8 @@ Settings daemon_settings(const config::DatabaseConfig& config);
 
 // Without a pooler, the daemon's settings go in the startup packet's
 // `options`; with one, none do (see Connection::open).
-// The URL is parsed only to merge its own `options` and to respect its TCP
-// settings; the password, when configured, is a keyword of its own.
-// Errors never quote the URL (it may hold a password).
+// The URL's own `options` are merged and its TCP settings respected; the
+// password, when configured, is a keyword of its own.
 core::Result<ConnectParams> connect_params(const config::DatabaseConfig& config, const std::string& application_name);
 
 }  // namespace outboxd::pg

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "config/url.hpp"
 #include "pg/connect_params.hpp"
 #include "pg/text_codec.hpp"
 
@@ -18,6 +19,9 @@ struct Connection::Statement {
 
 struct Connection::State {
   PGconn* conn = nullptr;
+  // Withheld from connection errors: libpq quotes the host name, which a
+  // password can equal.
+  std::vector<std::string> secrets;
   config::Pooler pooler = config::Pooler::none;
   std::string settings_sql;  // set_config() of daemon_settings(), see apply_session_settings()
   Params settings;
@@ -137,10 +141,12 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
   values.push_back(nullptr);
 
   auto state = std::make_unique<State>();
-  state->conn = PQconnectdbParams(keys.data(), values.data(), 1);
+  state->secrets = config::database_secrets(config);
+  // expand_dbname 0: the config parsed database.url, dbname is just a name.
+  state->conn = PQconnectdbParams(keys.data(), values.data(), 0);
   if (state->conn == nullptr) return core::transient_error("cannot connect to PostgreSQL: out of memory");
   if (PQstatus(state->conn) != CONNECTION_OK) {
-    const std::string reason = one_line(PQerrorMessage(state->conn));
+    const std::string reason = config::withhold(one_line(PQerrorMessage(state->conn)), state->secrets);
     return core::Error{classify_connect_failure(reason), "cannot connect to PostgreSQL: " + reason};
   }
   // Notices (e.g. "already exists, skipping") would otherwise go to stderr
@@ -184,7 +190,7 @@ core::Status Connection::reset() {
     statement.deallocate = false;
   }
   if (PQstatus(state_->conn) != CONNECTION_OK) {
-    const std::string reason = one_line(PQerrorMessage(state_->conn));
+    const std::string reason = config::withhold(one_line(PQerrorMessage(state_->conn)), state_->secrets);
     state_->last_failure = make_failure("", "cannot reconnect to PostgreSQL: " + reason, true, false);
     state_->last_failure.kind = classify_connect_failure(reason);
     return state_->last_failure.to_error();

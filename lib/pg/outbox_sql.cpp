@@ -1,6 +1,9 @@
 // The SQL of the dispatch loop, written against the partial indexes of 001_outbox.sql and 004_due_order.sql.
 #include "pg/outbox_sql.hpp"
 
+#include <array>
+#include <string_view>
+
 namespace outboxd::pg::outbox_sql {
 namespace {
 
@@ -29,17 +32,32 @@ std::string held_back(const std::string& t) {
 
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint, boolean.
+// One entry per Column, in its order; held_back comes last and varies per claim.
+constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
+    "m.id", "m.message_id", "m.destination", "m.session_id", "m.correlation_id", "m.parent_message_id",
+    "m.originating_message_id", "m.subject", "m.content_type", "m.traceparent", "m.headers::text", "m.body",
+    "(extract(epoch FROM m.ttl) * 1000)::bigint",
+    "(extract(epoch FROM m.created_at) * 1000000)::bigint",
+    "(extract(epoch FROM m.due_at) * 1000000)::bigint",
+    "m.due_at > m.created_at",
+    "m.attempts", "m.partition",
+    "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint"};
+// std::array fills missing entries with empty views: an empty one means a
+// Column has no expression, i.e. the enum and this list disagree.
+constexpr bool every_column_named() {
+  for (const std::string_view column : kClaimColumns) {
+    if (column.empty()) return false;
+  }
+  return true;
+}
+static_assert(every_column_named(), "outbox_sql::Column and kClaimColumns must list the same columns");
+static_assert(kHeldBack == kColumnCount - 1, "held_back is the claim's last column");
+
 // `held_back_column` is held_back(), or false where the claim filters on it.
 std::string columns(const std::string& held_back_column) {
-  return "m.id, m.message_id, m.destination, m.session_id, m.correlation_id, m.parent_message_id, "
-         "m.originating_message_id, m.subject, m.content_type, m.traceparent, m.headers::text, m.body, "
-         "(extract(epoch FROM m.ttl) * 1000)::bigint, "
-         "(extract(epoch FROM m.created_at) * 1000000)::bigint, "
-         "(extract(epoch FROM m.due_at) * 1000000)::bigint, "
-         "m.due_at > m.created_at, "
-         "m.attempts, m.partition, "
-         "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint, " +
-         held_back_column;
+  std::string out;
+  for (const std::string_view column : kClaimColumns) out.append(column).append(", ");
+  return out + held_back_column;
 }
 
 // Strict per-session order: a parked or backing-off row holds back every

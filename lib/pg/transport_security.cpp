@@ -1,20 +1,17 @@
-// libpq's own reading of a database URL, for the TLS warning at start-up.
+// Where the config's parsed database URL connects, with libpq's defaults for what it leaves out; the TLS warning.
 #include "pg/transport_security.hpp"
 
 #include <libpq-fe.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <string_view>
+
+#include "config/url.hpp"
 
 namespace outboxd::pg {
 
 namespace {
-
-struct OptionsFree {
-  void operator()(PQconninfoOption* options) const { PQconninfoFree(options); }
-};
 
 std::vector<std::string> split_list(std::string_view list) {
   std::vector<std::string> items;
@@ -26,32 +23,32 @@ std::vector<std::string> split_list(std::string_view list) {
   }
 }
 
+struct OptionsFree {
+  void operator()(PQconninfoOption* options) const { PQconninfoFree(options); }
+};
+
 // As libpq's conninfo_add_defaults: the string's value, else the
-// environment variable's, else the compiled-in default.
-std::string effective(const PQconninfoOption* options, std::string_view keyword) {
-  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
-    if (keyword != o->keyword) continue;
-    if (o->val != nullptr) return o->val;
-    if (const char* env = o->envvar ? std::getenv(o->envvar) : nullptr; env != nullptr) return env;
-    return o->compiled ? o->compiled : "";
+// environment variable's, else the compiled-in default (PQconndefaults
+// gives the latter two).
+std::string effective(const config::PgTarget& target, const PQconninfoOption* defaults, std::string_view keyword) {
+  for (const auto& [key, value] : target.options) {
+    if (key == keyword) return value;
+  }
+  for (const PQconninfoOption* o = defaults; o->keyword != nullptr; ++o) {
+    if (keyword == o->keyword) return o->val ? o->val : "";
   }
   return {};
 }
 
 }  // namespace
 
-core::Result<config::PgTransport> pg_transport(const std::string& url) {
-  char* error = nullptr;
-  std::unique_ptr<PQconninfoOption, OptionsFree> options(PQconninfoParse(url.c_str(), &error));
-  if (!options) {
-    // The message may quote the URL, password included: it is dropped.
-    PQfreemem(error);
-    return core::fatal_error("libpq cannot parse the connection string");
-  }
+core::Result<config::PgTransport> pg_transport(const config::PgTarget& target) {
+  const std::unique_ptr<PQconninfoOption, OptionsFree> defaults(PQconndefaults());
+  if (!defaults) return core::transient_error("libpq cannot list its connection defaults: out of memory");
   config::PgTransport transport;
-  transport.sslmode = effective(options.get(), "sslmode");
-  const auto hosts = split_list(effective(options.get(), "host"));
-  const auto addresses = split_list(effective(options.get(), "hostaddr"));
+  transport.sslmode = effective(target, defaults.get(), "sslmode");
+  const auto hosts = split_list(effective(target, defaults.get(), "host"));
+  const auto addresses = split_list(effective(target, defaults.get(), "hostaddr"));
   for (std::size_t i = 0; i < std::max(hosts.size(), addresses.size()); ++i) {
     const bool has_address = i < addresses.size() && !addresses[i].empty();
     transport.hosts.push_back(has_address ? addresses[i] : (i < hosts.size() ? hosts[i] : ""));
@@ -61,14 +58,17 @@ core::Result<config::PgTransport> pg_transport(const std::string& url) {
 
 std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& database) {
   std::vector<std::string> warnings;
-  const auto check = [&](const char* key, const std::string& url) {
-    if (url.empty()) return;
-    const auto transport = pg_transport(url);
+  const auto check = [&](const char* key, const config::PgTarget& target) {
+    if (target.options.empty()) return;  // not given (or not parsed: nothing to connect to)
+    const auto transport = pg_transport(target);
     if (!transport) return;  // the connection attempt reports it
-    if (auto warning = config::database_tls_warning(key, transport.value())) warnings.push_back(std::move(*warning));
+    // It names the host, which a password can equal.
+    if (auto warning = config::database_tls_warning(key, transport.value())) {
+      warnings.push_back(config::withhold(std::move(*warning), config::database_secrets(database)));
+    }
   };
-  check("database.url", database.url);
-  check("database.listen_url", database.listen_url);
+  check("database.url", database.target);
+  check("database.listen_url", database.listen_target);
   return warnings;
 }
 

@@ -1,7 +1,6 @@
 // Where a database URL connects and with which sslmode, as libpq will see it, and the warnings that follow.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -11,10 +10,10 @@
 namespace outboxd::pg {
 
 // The hosts (hostaddr where given, else host, per entry) and sslmode of a
-// libpq URI or conninfo string, with what the string leaves out taken as
-// libpq takes it: from PGHOST, PGHOSTADDR, PGSSLMODE, else libpq's default
-// ("prefer" for sslmode, the Unix socket for the host).
-core::Result<config::PgTransport> pg_transport(const std::string& url);
+// connection string as the config parsed it, with what the string leaves out
+// taken as libpq takes it: from PGHOST, PGHOSTADDR, PGSSLMODE, else libpq's
+// default ("prefer" for sslmode, the Unix socket for the host).
+core::Result<config::PgTransport> pg_transport(const config::PgTarget& target);
 
 // config::database_tls_warning for database.url and database.listen_url.
 std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& database);

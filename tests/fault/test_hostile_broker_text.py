@@ -66,9 +66,11 @@ def test_header_key_with_newline_and_escape_is_escaped_in_the_log(workdir, datab
         assert daemon.stop() == 0, daemon.log()
         peer.stop()
     last_error = database.query("SELECT last_error FROM outbox.messages WHERE message_id = 'bad-headers'")[0][0]
-    assert last_error.startswith("headers.k FAKE forged line  [2J: arrays and objects are not supported"), last_error
+    # The mapper's own rule refuses the key, and quotes it JSON-escaped: no control character survives.
+    quoted = 'key "k\\nFAKE forged line \\u001b[2J"'
+    assert last_error.startswith(f"headers: {quoted}: keys are 1..128 characters"), last_error
     log = daemon.log()
-    assert "headers.k\\nFAKE forged line \\x1b[2J: arrays and objects" in log
+    assert quoted in log
     assert "\x1b" not in log
     assert not any(line.startswith("FAKE") for line in log.splitlines())
 

@@ -182,6 +182,42 @@ library_layering() {
   return $bad
 }
 
+# What target_link_libraries(outboxd_LIB ...) in lib/LIB/CMakeLists.txt names, one a line.
+cmake_links() {
+  tr '\n' ' ' <"lib/$1/CMakeLists.txt" | grep -oE "target_link_libraries\(outboxd_$1 [^)]*\)" |
+    sed -E "s/^target_link_libraries\(outboxd_$1 //; s/\)$//" | tr -s ' ' '\n' |
+    grep -vxE 'PUBLIC|PRIVATE|INTERFACE|' | sort -u || true
+}
+
+# The libraries of ours after "->" on LIB's line of docs/design.md's graph (third-party ones are in [] or
+# not ours), one a line.
+doc_links() {
+  awk -v lib="$1" '$1 == lib && /->/ { sub(/.*-> */, ""); sub(/ *[[(].*/, ""); print }' docs/design.md |
+    tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -xE 'core|dispatch|config|log|pg|amqp|metrics' | sort -u || true
+}
+
+# The same rules on the link lines: core links nothing, dispatch only core (no third-party library,
+# not even through a find_package of its own), pg and amqp never each other; and every library's
+# links to ours are the ones the design's graph draws.
+library_links() {
+  local bad=0 lib ours
+  [ -z "$(cmake_links core)" ] || { echo "lib/core links: $(cmake_links core | tr '\n' ' ')"; bad=1; }
+  [ "$(cmake_links dispatch)" = outboxd_core ] ||
+    { echo "lib/dispatch links more than outboxd_core: $(cmake_links dispatch | tr '\n' ' ')"; bad=1; }
+  if grep -HnE 'find_package|find_library|target_include_directories\(outboxd_dispatch' \
+    lib/core/CMakeLists.txt lib/dispatch/CMakeLists.txt; then
+    echo "core/dispatch look for third-party libraries"; bad=1
+  fi
+  cmake_links pg | grep -qx outboxd_amqp && { echo "pg links amqp"; bad=1; }
+  cmake_links amqp | grep -qx outboxd_pg && { echo "amqp links pg"; bad=1; }
+  for lib in core dispatch config log pg amqp metrics; do
+    ours=$(cmake_links "$lib" | sed -n 's/^outboxd_//p')
+    [ "$ours" = "$(doc_links "$lib")" ] ||
+      { echo "lib/$lib links [$(echo "$ours" | tr '\n' ' ')] but docs/design.md draws [$(doc_links "$lib" | tr '\n' ' ')]"; bad=1; }
+  done
+  return $bad
+}
+
 check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh examples/*/run.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
 check "systemd unit agrees with the daemon (exit 78, watchdog, stop timeout)" systemd_unit_agrees
@@ -191,5 +227,6 @@ check "Dockerfile COPY sources exist" docker_copy_sources
 check "Dockerfile FROM lines name exact tags or digests" docker_from_pinned
 check "Dockerfile HEALTHCHECK runs outboxd healthcheck with the run config" docker_healthcheck
 check "core and dispatch are pure, pg and amqp apart (docs/design.md)" library_layering
+check "core and dispatch link nothing third-party; the link graph is the design's" library_links
 printf '%d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))

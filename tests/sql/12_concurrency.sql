@@ -131,8 +131,9 @@ SELECT pg_temp.run('a', 'SELECT outbox.set_partition_count(5)') AS r \gset
 SELECT ok(pg_temp.send_blocked('b', $$SELECT outbox.enqueue('orders', 'during-rehash', 'x', session_id => 'acct-5')$$,
                                 :b_pid), 'b: an enqueue during set_partition_count waits for it');
 SELECT pg_temp.run('a', 'COMMIT') AS r \gset
-SELECT pg_temp.drain('b') AS r \gset  -- the enqueue's result
-SELECT pg_temp.drain('b') AS r \gset  -- the end of b's results: b is free again
+-- The enqueue's result, then the end of b's results: b is free again.
+SELECT pg_temp.drain('b') AS r \gset
+SELECT pg_temp.drain('b') AS r \gset
 SELECT is((SELECT partition FROM outbox.messages WHERE message_id = 'during-rehash'), sqltest.partition_of('acct-5', 5),
   '... and its row hashes with the new count');
 

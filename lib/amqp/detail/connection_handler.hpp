@@ -17,10 +17,10 @@
 #include "amqp/detail/link_set.hpp"
 #include "amqp/message_mapping.hpp"
 #include "amqp/outcome.hpp"
-#include "amqp/reconnect_backoff.hpp"
 #include "config/config.hpp"
 #include "core/clock.hpp"
 #include "core/outbox_message.hpp"
+#include "dispatch/backoff.hpp"
 
 namespace outboxd::amqp {
 
@@ -105,7 +105,9 @@ class ConnectionHandler final : public proton::messaging_handler {
   OutcomeSink& sink_;
   std::atomic<bool>& connected_;
   const core::Clock& clock_;
-  ReconnectBackoff backoff_;
+  core::RandomSource& random_;  // reconnect jitter
+  dispatch::Backoff backoff_;
+  int failures_ = 0;  // connection attempts failed since the last stable connection
   LinkSet links_;
   MessageEncoder encoder_;
 

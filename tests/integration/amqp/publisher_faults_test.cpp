@@ -209,13 +209,15 @@ TEST_CASE("publish before start and a bad configuration", "[amqp][peer]") {
   CHECK(sink.outcomes().front().outcome == DeliveryOutcome::unknown);
   CHECK(sink.outcomes().front().reason == "publisher not started");
 
-  broker.url = "http://example.com";
-  Publisher bad(broker, "outboxd-test", sink);
+  auto unparsed = broker;  // a BrokerConfig made by hand, its url not parsed
+  unparsed.url = "http://example.com";
+  unparsed.endpoint = {};
+  Publisher bad(unparsed, "outboxd-test", sink);
   const auto status = bad.start();
   REQUIRE_FALSE(status.ok());
   CHECK(status.error().kind == outboxd::core::ErrorKind::fatal);
 
-  broker.url = "amqps://127.0.0.1:1";
+  REQUIRE(outboxd::config::set_broker_url(broker, "amqps://127.0.0.1:1"));
   broker.tls.ca_file = "/nonexistent/ca.pem";
   Publisher no_ca(broker, "outboxd-test", sink);
   const auto tls = no_ca.start();
@@ -229,6 +231,6 @@ TEST_CASE("plain_over_cleartext reflects the settings", "[amqp][peer]") {
   broker.username = "app";
   broker.password = "secret";
   CHECK(Publisher(broker, "x", sink).plain_over_cleartext());
-  broker.url = "amqp://127.0.0.1:5672";
+  REQUIRE(outboxd::config::set_broker_url(broker, "amqp://127.0.0.1:5672"));
   CHECK_FALSE(Publisher(broker, "x", sink).plain_over_cleartext());
 }

@@ -1,11 +1,14 @@
 // Rows and broker settings shared by the publisher's integration tests.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/url.hpp"
 #include "core/outbox_message.hpp"
 
 namespace outboxd::test {
@@ -33,7 +36,7 @@ inline std::vector<core::OutboxMessage> rows(core::RowId first, core::RowId last
 inline config::BrokerConfig peer_broker(const std::string& url) {
   using std::chrono::milliseconds;
   config::BrokerConfig broker;
-  broker.url = url;
+  REQUIRE(config::set_broker_url(broker, url));
   broker.profile = config::BrokerProfile::generic;
   broker.reconnect_min = milliseconds(20);
   broker.reconnect_max = milliseconds(200);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "config/url.hpp"
 #include "pg/connection.hpp"
 #include "scratch_database.hpp"
 
@@ -30,14 +31,14 @@ TEST_CASE("open classifies what cannot succeed by retrying as fatal", "[pg][conn
   ScratchDatabase db;
   config::DatabaseConfig config = db.config();
   SECTION("a database that does not exist") {
-    config.url += "_missing";  // the database name is last in the scratch URL
+    REQUIRE(config::set_database_url(config, config.url + "_missing"));  // the database name is last in the URL
     auto connection = Connection::open(config, "x");
     REQUIRE_FALSE(connection.ok());
     CHECK(connection.error().kind == core::ErrorKind::fatal);
     CHECK_THAT(connection.error().message, Catch::Contains("does not exist"));
   }
   SECTION("nothing listening is transient") {
-    config.url = "postgresql://postgres@127.0.0.1:1/postgres";
+    REQUIRE(config::set_database_url(config, "postgresql://postgres@127.0.0.1:1/postgres"));
     auto connection = Connection::open(config, "x");
     REQUIRE_FALSE(connection.ok());
     CHECK(connection.error().kind == core::ErrorKind::transient);

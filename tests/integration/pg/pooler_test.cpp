@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "config/url.hpp"
 #include "pg/connection.hpp"
 #include "scratch_database.hpp"
 
@@ -93,7 +94,7 @@ TEST_CASE("through PgBouncer in transaction mode a pipeline is one transaction o
   ScratchDatabase db;
   config::DatabaseConfig config = db.config();
   const std::string url(pooler);  // postgresql://user@host:port/database, from scripts/services.sh
-  config.url = url.substr(0, url.rfind('/') + 1) + db.name();
+  REQUIRE(config::set_database_url(config, url.substr(0, url.rfind('/') + 1) + db.name()));
   config.pooler = config::Pooler::transaction;
   // More clients than the pool has server sessions, so that they take turns.
   constexpr int kClients = 6;

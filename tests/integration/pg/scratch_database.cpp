@@ -8,6 +8,7 @@
 #include <random>
 #include <unistd.h>
 
+#include "config/url.hpp"
 #include "pg/text_codec.hpp"
 
 namespace outboxd::pg::testing {
@@ -44,7 +45,7 @@ std::string unique_name() {
 
 config::DatabaseConfig config_for(const std::string& url) {
   config::DatabaseConfig db;
-  db.url = url;
+  REQUIRE(config::set_database_url(db, url));
   db.connect_timeout = std::chrono::milliseconds(5000);
   db.statement_timeout = std::chrono::milliseconds(60000);
   return db;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "config/loader.hpp"
+#include "config/url.hpp"
 
 using namespace outboxd::config;
 
@@ -48,11 +49,11 @@ TEST_CASE("the documented example loads cleanly and holds exactly the defaults",
   CHECK(config.broker.url == "amqp://127.0.0.1:5672");
 
   DatabaseConfig database = defaults.database;
-  database.url = config.database.url;
+  REQUIRE(set_database_url(database, config.database.url));
   CHECK(config.database == database);
 
   BrokerConfig broker = defaults.broker;
-  broker.url = config.broker.url;
+  REQUIRE(set_broker_url(broker, config.broker.url));
   broker.sasl_mechanisms = {"ANONYMOUS"};  // resolved from "no username"
   CHECK(config.broker == broker);
 
@@ -82,8 +83,8 @@ TEST_CASE("a minimal config gets every default", "[config][loader]") {
   REQUIRE(loaded.ok());
   Config expected;
   expected.source = "minimal.yaml";
-  expected.database.url = "postgresql://outboxd@127.0.0.1:5432/app";
-  expected.broker.url = "amqp://127.0.0.1:5672";
+  REQUIRE(set_database_url(expected.database, "postgresql://outboxd@127.0.0.1:5432/app"));
+  REQUIRE(set_broker_url(expected.broker, "amqp://127.0.0.1:5672"));
   expected.broker.sasl_mechanisms = {"ANONYMOUS"};
   CHECK(loaded.value() == expected);
 }

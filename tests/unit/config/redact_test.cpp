@@ -34,3 +34,14 @@ TEST_CASE("a conninfo password pair is removed, quoted or not", "[config][redact
   CHECK(redact("host=db passwordfile=/x") == "host=db passwordfile=/x");
   CHECK(redact("host=db mypassword=x") == "host=db mypassword=x");
 }
+
+TEST_CASE("sslpassword, percent-encoded keys and unescaped ? # / in a password are removed", "[config][redact]") {
+  CHECK(redact("postgresql://db/app?pass%77ord=s3cret&sslpassword=k3y&sslmode=require") ==
+        "postgresql://db/app?sslmode=require");
+  CHECK(redact("host=db sslpassword=k3y dbname=app") == "host=db dbname=app");
+  CHECK(redact("postgresql://outboxd:s3cr?etPW@127.0.0.1:5432/app") == "postgresql://outboxd@127.0.0.1:5432/app");
+  CHECK(redact("postgresql://outboxd:s3cr#etPW@127.0.0.1:5432/app") == "postgresql://outboxd@127.0.0.1:5432/app");
+  CHECK(redact("postgresql://outboxd:s3cr/etPW@127.0.0.1:5432/app") == "postgresql://outboxd@127.0.0.1:5432/app");
+  // An '@' in a query value costs the text before it, never a password.
+  CHECK(redact("postgresql://db/app?password=s3cret&user=a@b").find("s3cret") == std::string::npos);
+}

@@ -21,7 +21,7 @@ TEST_CASE("the summary names database, broker, profile, SASL, schema and partiti
                    "broker:\n  url: amqp://127.0.0.1:5672\n  profile: rabbitmq\n"
                    "  username: guest\n  password: guest\n"
                    "outbox:\n  schema: outbox\n") ==
-        "ok: database 127.0.0.1:5432/app, broker amqp://127.0.0.1:5672 (rabbitmq, PLAIN as guest), schema outbox, "
+        "ok: database outboxd@127.0.0.1:5432/app, broker amqp://127.0.0.1:5672 (rabbitmq, PLAIN as guest), schema outbox, "
         "64 partitions");
 }
 
@@ -31,7 +31,7 @@ TEST_CASE("the summary carries no password from anywhere", "[config][summary]") 
       "broker:\n  url: amqps://broker.internal\n  username: svc\n  password: broker-secret\n"
       "outbox:\n  partitions: 1\n");
   CHECK(line ==
-        "ok: database db.internal:5432/app, broker amqps://broker.internal:5671 (generic, PLAIN as svc), schema "
+        "ok: database outboxd@db.internal:5432/app, broker amqps://broker.internal:5671 (generic, PLAIN as svc), schema "
         "outbox, 1 partition");
   CHECK(line.find("secret") == std::string::npos);
 }

@@ -42,28 +42,74 @@ TEST_CASE("AMQP URLs that are refused", "[config][url]") {
 TEST_CASE("libpq URIs and conninfo strings give host, port and database", "[config][url]") {
   auto uri = parse_pg_url("postgresql://app:pw@db.internal:6432/orders?sslmode=require");
   REQUIRE(uri.ok());
-  CHECK(uri.value().host == "db.internal");
-  CHECK(uri.value().port == "6432");
-  CHECK(uri.value().dbname == "orders");
-  CHECK(uri.value().user == "app");
-  CHECK(uri.value().has_password);
+  CHECK(uri.value().get("host") == "db.internal");
+  CHECK(uri.value().get("port") == "6432");
+  CHECK(uri.value().get("dbname") == "orders");
+  CHECK(uri.value().get("user") == "app");
+  CHECK(uri.value().get("password") == "pw");
+  CHECK(uri.value().get("sslmode") == "require");
 
   auto query = parse_pg_url("postgres:///app?host=%2Fvar%2Frun%2Fpostgresql&port=5433");
   REQUIRE(query.ok());
-  CHECK(query.value().host == "/var/run/postgresql");
-  CHECK(query.value().port == "5433");
-  CHECK_FALSE(query.value().has_password);
+  CHECK(query.value().get("host") == "/var/run/postgresql");
+  CHECK(query.value().get("port") == "5433");
+  CHECK(query.value().get("password").empty());
 
   auto conninfo = parse_pg_url("host=db port = 5432 dbname='my app' password='a b'");
   REQUIRE(conninfo.ok());
-  CHECK(conninfo.value().host == "db");
-  CHECK(conninfo.value().dbname == "my app");
-  CHECK(conninfo.value().has_password);
+  CHECK(conninfo.value().get("host") == "db");
+  CHECK(conninfo.value().get("dbname") == "my app");
+  CHECK(conninfo.value().get("password") == "a b");
 
   CHECK_FALSE(parse_pg_url("localhost:5432").ok());
   CHECK_FALSE(parse_pg_url("host='unclosed").ok());
   CHECK_FALSE(parse_pg_url("mysql://host/db").ok());
   CHECK_FALSE(parse_pg_url("").ok());
+  CHECK_FALSE(parse_pg_url("postgresql://h/app?bogus=1").ok());
+}
+
+TEST_CASE("libpq URIs: percent-encoded keys and secrets as libpq reads them", "[config][url]") {
+  auto encoded = parse_pg_url("postgresql://127.0.0.1/app?pass%77ord=s3cr%2FPW&sslpassword=k3yPW");
+  REQUIRE(encoded.ok());
+  DatabaseConfig database;
+  database.target = encoded.value();
+  database.password = "other";
+  CHECK(database_secrets(database) == std::vector<std::string>{"s3cr/PW", "k3yPW", "other"});
+  // Unescaped ? # : in a password: libpq finds the user info all the same.
+  for (const std::string password : {"s3cr?etPW", "s3cr#etPW", "a:b"}) {
+    auto target = parse_pg_url("postgresql://outboxd:" + password + "@127.0.0.1:5432/app");
+    REQUIRE(target.ok());
+    CHECK(target.value().get("password") == password);
+    CHECK(target.value().get("host") == "127.0.0.1");
+  }
+}
+
+TEST_CASE("a password that libpq would spill into host, port or database is refused unquoted", "[config][url]") {
+  // libpq reads user info only up to the first '/', and up to the first '@'.
+  for (const char* url : {"postgresql://outboxd:s3cr/etPW@127.0.0.1:5432/app", "postgresql://u:12/s3cr@db/app",
+                          "postgresql://outboxd:s3@cr@127.0.0.1/app", "host=db port=s3cr",
+                          "postgresql://u:s3cr%zz@h/app", "host=db s3cr", "postgresql://h/app?s3cr=1=2"}) {
+    INFO(url);
+    auto target = parse_pg_url(url);
+    REQUIRE_FALSE(target.ok());
+    CHECK(target.error().message.find("s3cr") == std::string::npos);
+    CHECK(target.error().message.find("cr@") == std::string::npos);
+  }
+  // libpq's own words stay, its quotes of the text go.
+  CHECK(parse_pg_url("host=db s3cr").error().message ==
+        "must be a libpq URI (postgresql://user@host:5432/dbname) or a conninfo string (host=... dbname=...); "
+        "libpq: missing \"=\" after (withheld) in connection info string");
+}
+
+TEST_CASE("describe shows user, host, port, database and sslmode, never a secret", "[config][url]") {
+  auto target = parse_pg_url("postgresql://outboxd:pw@db.internal/app?sslmode=verify-full");
+  REQUIRE(target.ok());
+  CHECK(describe(target.value(), {"pw"}) == "outboxd@db.internal:5432/app?sslmode=verify-full");
+  // A password can equal the host name.
+  auto same = parse_pg_url("postgresql://outboxd:db.internal@db.internal/app");
+  REQUIRE(same.ok());
+  CHECK(describe(same.value(), {"db.internal"}) == "outboxd@***:5432/app");
+  CHECK(withhold("a s3cret b s3cret", {"", "s3cret"}) == "a *** b ***");
 }
 
 TEST_CASE("edit distance counts swaps of neighbours as one edit", "[config][url]") {

@@ -101,3 +101,28 @@ TEST_CASE("Backoff stays within its jitter band for random draws", "[dispatch][b
     }
   }
 }
+
+TEST_CASE("bounded delays double from min to max and stay within them (the broker's reconnects)", "[dispatch][backoff]") {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const Backoff reconnect({100ms, 1000ms, 2.0, 0.2});
+  FixedRandom random(0.5);  // factor 1.0
+  const auto at = [&](int attempt) { return duration_cast<milliseconds>(reconnect.bounded_delay(attempt, random)); };
+  CHECK(at(1) == 100ms);
+  CHECK(at(2) == 200ms);
+  CHECK(at(3) == 400ms);
+  CHECK(at(4) == 800ms);
+  CHECK(at(5) == 1000ms);
+  CHECK(at(6) == 1000ms);
+
+  random.set(0.0);  // factor 0.8
+  CHECK(at(1) == 100ms);  // 80 ms raised to the minimum
+  CHECK(at(2) == 160ms);
+  random.set(0.999999);  // factor just below 1.2
+  CHECK(at(3) == 479ms);
+  CHECK(at(4) == 959ms);
+  CHECK(at(5) == 1000ms);  // 1199 ms lowered to the maximum
+
+  const Backoff inverted({100ms, 10ms, 2.0, 0.2});
+  CHECK(inverted.bounded_delay(3, random) == 100ms);
+}

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "config/url.hpp"
 #include "pg/transport_security.hpp"
 
 using namespace outboxd;
@@ -28,7 +29,9 @@ class ScopedEnv {
 };
 
 config::PgTransport transport(const std::string& url) {
-  auto parsed = pg::pg_transport(url);
+  auto target = config::parse_pg_url(url);
+  REQUIRE(target.ok());
+  auto parsed = pg::pg_transport(target.value());
   REQUIRE(parsed.ok());
   return parsed.value();
 }
@@ -57,20 +60,31 @@ TEST_CASE("The effective sslmode is the URL's, else PGSSLMODE's, else prefer", "
 TEST_CASE("TLS warnings cover database.url and database.listen_url", "[pg][security]") {
   ScopedEnv mode("PGSSLMODE", nullptr);
   config::DatabaseConfig database;
-  database.url = "postgresql://u:secret@db.example.com/app";
-  database.listen_url = "postgresql://u@127.0.0.1/app";
+  REQUIRE(config::set_database_url(database, "postgresql://u:secret@db.example.com/app"));
+  database.listen_target = config::parse_pg_url("postgresql://u@127.0.0.1/app").value();
   auto warnings = pg::database_tls_warnings(database);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].rfind("database.url: sslmode is prefer for db.example.com, not loopback", 0) == 0);
   CHECK(warnings[0].find("secret") == std::string::npos);
 
-  database.url = "postgresql://u@db.example.com/app?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.pem";
-  database.listen_url = "host=10.1.2.3 sslmode=require";
+  REQUIRE(config::set_database_url(
+      database, "postgresql://u@db.example.com/app?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.pem"));
+  database.listen_target = config::parse_pg_url("host=10.1.2.3 sslmode=require").value();
   warnings = pg::database_tls_warnings(database);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].rfind("database.listen_url: sslmode is require for 10.1.2.3", 0) == 0);
 
-  const auto bad = pg::pg_transport("postgresql://u:secret@host/app?nonsense=1");
+  // A string libpq cannot parse never gets here: the config refuses it, unquoted.
+  const auto bad = config::parse_pg_url("postgresql://u:secret@host/app?nonsense=1");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("secret") == std::string::npos);
+}
+
+TEST_CASE("a TLS warning withholds a password that equals the host name", "[pg][security]") {
+  ScopedEnv mode("PGSSLMODE", nullptr);
+  config::DatabaseConfig database;
+  REQUIRE(config::set_database_url(database, "postgresql://u:db.example.com@db.example.com/app"));
+  const auto warnings = pg::database_tls_warnings(database);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].rfind("database.url: sslmode is prefer for ***, not loopback", 0) == 0);
 }

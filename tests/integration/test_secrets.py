@@ -1,0 +1,123 @@
+"""A database password never shows: check-config, migrate, status and run, with nasty URLs and failing connections."""
+
+import os
+import signal
+import subprocess
+from urllib.parse import quote, urlparse, urlunparse
+
+import pytest
+
+from harness import OUTBOXD, Database, require_env, write_config
+
+BROKER = "amqp://127.0.0.1:1"  # nothing listens: the run command only retries
+
+
+class Target:
+    """Where a URL points; no broker is needed, so Database's place is taken by this."""
+
+    def __init__(self, url):
+        self.url = url
+
+
+class NoBroker:
+    url = BROKER
+    profile = "generic"
+    user = ""
+    password = ""
+
+
+# (name, url, secrets that must not show). Nothing listens on 127.0.0.1:1;
+# nonexistent.invalid never resolves (RFC 6761).
+OFFLINE = [
+    ("unescaped slash, refused", "postgresql://outboxd:s3cr/etPW@127.0.0.1:5432/app", ["s3cr/etPW", "s3cr", "etPW"]),
+    ("slash with a numeric start", "postgresql://outboxd:12/SlashPW@127.0.0.1/app", ["SlashPW"]),
+    ("unescaped at sign, refused", "postgresql://outboxd:Ats@ignPW@127.0.0.1/app", ["Ats@ignPW", "ignPW"]),
+    ("unescaped question mark", "postgresql://outboxd:s3cr?QmarkPW@127.0.0.1:1/app", ["s3cr?QmarkPW", "QmarkPW"]),
+    ("unescaped hash", "postgresql://outboxd:s3cr#HashPW@127.0.0.1:1/app", ["s3cr#HashPW", "HashPW"]),
+    ("unescaped colons", "postgresql://outboxd:Col:on:PW@127.0.0.1:1/app", ["Col:on:PW", "on:PW"]),
+    ("percent-encoded key", "postgresql://127.0.0.1:1/app?user=outboxd&pass%77ord=EncKeyPW", ["EncKeyPW"]),
+    ("percent-encoded value", "postgresql://outboxd:Pct%2F%40PW@127.0.0.1:1/app", ["Pct/@PW", "Pct%2F%40PW"]),
+    ("sslpassword", "postgresql://outboxd@127.0.0.1:1/app?sslpassword=SslKeyPW&password=PlainPW",
+     ["SslKeyPW", "PlainPW"]),
+    ("conninfo with a quoted password", "host=127.0.0.1 port=1 dbname=app password='Quo ted\\'PW'",
+     ["Quo ted'PW", "ted'PW"]),
+    ("malformed conninfo", "host=127.0.0.1 BrokenPW dbname=app", ["BrokenPW"]),
+    ("malformed percent-encoding", "postgresql://outboxd:Bad%zzPW@127.0.0.1:1/app", ["Bad%zzPW", "zzPW"]),
+    ("DNS failure", "postgresql://outboxd:DnsFailPW@nonexistent.invalid/app", ["DnsFailPW"]),
+    ("password equal to the host name", "postgresql://outboxd:nonexistent.invalid@nonexistent.invalid/app",
+     ["nonexistent.invalid"]),
+]
+
+
+def run(args, timeout=60):
+    return subprocess.run([OUTBOXD, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def run_daemon(config, seconds=2.5):
+    """`outboxd run` for a few seconds (it retries an unreachable database), then SIGTERM."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0")
+    process = subprocess.Popen([OUTBOXD, "run", "-c", config], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)
+    try:
+        out, err = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    return out + err
+
+
+def everything_printed(workdir, url):
+    config = write_config(os.path.join(workdir, "outboxd.yaml"), Target(url), NoBroker(),
+                          log={"level": "debug"})
+    printed = {}
+    for command in (["check-config"], ["migrate"], ["status"]):
+        result = run([*command, "-c", config])
+        printed[command[0]] = result.stdout + result.stderr
+    printed["run"] = run_daemon(config)
+    return printed
+
+
+def assert_withheld(printed, secrets):
+    for command, text in printed.items():
+        for secret in secrets:
+            assert secret not in text, f"{command} printed {secret!r}:\n{text}"
+
+
+@pytest.mark.parametrize("name,url,secrets", OFFLINE, ids=[case[0] for case in OFFLINE])
+def test_no_command_prints_the_password_of_an_unusable_url(workdir, name, url, secrets):
+    printed = everything_printed(workdir, url)
+    assert_withheld(printed, secrets)
+    assert all(text.strip() for text in printed.values()), printed  # each command said something
+
+
+def test_check_config_summary_shows_the_target_and_withholds_a_password_equal_to_the_host(workdir):
+    printed = everything_printed(workdir, "postgresql://outboxd:nonexistent.invalid@nonexistent.invalid/app")
+    assert "ok: database outboxd@***:5432/app," in printed["check-config"]
+    assert "***" in printed["run"]  # libpq's "could not translate host name" quotes it
+
+
+def test_a_password_with_unescaped_slash_is_refused_at_its_line_and_column(workdir):
+    printed = everything_printed(workdir, "postgresql://outboxd:s3cr/etPW@127.0.0.1:5432/app")
+    assert "outboxd.yaml:2:" in printed["check-config"]
+    assert "database.url: the port is not a number (a '/' in a password must be written %2F)" in \
+        printed["check-config"]
+
+
+def test_a_reachable_database_with_nasty_passwords_in_its_url(workdir):
+    # The test server trusts loopback connections, so a password is sent (or
+    # not asked for) without failing: migrate, status and run work and print
+    # the database they use, never the password.
+    database = Database(workdir)
+    try:
+        parsed = urlparse(database.url)
+        for password in ("Nasty?#:@/PW1", "Nasty&=%PW2"):
+            netloc = f"{parsed.username}:{quote(password, safe='')}@{parsed.hostname}:{parsed.port}"
+            url = urlunparse(parsed._replace(netloc=netloc))
+            printed = everything_printed(workdir, url)
+            assert_withheld(printed, [password, quote(password, safe="")])
+            assert f"ok: database {parsed.username}@{parsed.hostname}:{parsed.port}/{database.name}" in \
+                printed["check-config"]
+            assert "schema outbox" in printed["migrate"]  # migrated, or up to date the second time
+    finally:
+        database.drop()
+
