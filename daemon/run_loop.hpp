@@ -1,4 +1,4 @@
-// The run loop: claims rows, publishes them, records outcomes, sleeps when idle.
+// The run loop: moves rows and outcomes between its ports and the row book, one fixed list of steps per turn.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,9 @@
 #include "daemon/run_loop_metrics.hpp"
 #include "daemon/service_manager.hpp"
 #include "dispatch/late_commit_watch.hpp"
+#include "dispatch/notify_policy.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/row_book.hpp"
-#include "dispatch/notify_policy.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
@@ -29,7 +29,7 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
 
 class RunLoop {
  public:
-  // The dispatcher owns the running configuration: a reload (SIGHUP) changes
+  // The loop owns the running configuration: a reload (SIGHUP) changes
   // the parts that can change at run time; its other parts stay as started.
   // The ports must outlive the loop.
   RunLoop(config::Config config, std::string instance_id, Ports ports);
