@@ -15,13 +15,11 @@ METRICS_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metric
 
 def start(workdir, database, peer, /, **sections):
     sections.setdefault("dispatch", {}).update(backoff_initial_ms=50, backoff_max_ms=200, release_retry_ms=50)
-    path = write_config(f"{workdir}/outboxd.yaml", database, peer, **sections)
-    run_cli("migrate", "-c", path)
-    return Daemon(path).start()
+    return Daemon(write_config(f"{workdir}/outboxd.yaml", database, peer, **sections)).start()
 
 
 def fill(database, rows, sessions):
-    with database.connect() as conn, conn.cursor() as cur:
+    with database.writer() as conn, conn.cursor() as cur:
         for i in range(rows):
             enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % sessions}")
 
