@@ -22,7 +22,12 @@ int cmd_migrate(const std::string& path, bool dry_run) {
   auto report = pg::migrate(*connection, options);
   if (!report) {
     std::cerr << "migrate: " << report.error().message << '\n';
-    return kExitFailure;
+    if (report.error().kind != core::ErrorKind::forbidden) return kExitFailure;
+    std::cerr << "migrate: run it as a role that may create schemas in this database (its owner, or a "
+                 "superuser), with CREATEROLE unless the roles "
+              << options.schema << "_writer and " << options.schema
+              << "_dispatcher exist; the daemon itself needs only " << options.schema << "_dispatcher\n";
+    return kExitConfig;
   }
   const auto& r = report.value();
   for (const auto& step : r.steps) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/secrets.hpp"
+#include "pg/privileges.hpp"
 
 namespace outboxd::daemon {
 
@@ -57,7 +58,9 @@ core::Status DatabaseLink::ensure_connected() {
     if (ready.ok()) ready = leases_->register_instance(instance_id_);
   }
   if (!ready.ok()) {
-    if (ready.error().kind == core::ErrorKind::fatal) return ready;
+    if (ready.error().kind == core::ErrorKind::fatal || ready.error().kind == core::ErrorKind::forbidden) {
+      return ready;
+    }
     lost(ready.error());
     return {};
   }
@@ -93,6 +96,11 @@ void DatabaseLink::lost(const core::Error& error) {
   listener_.reset();
   connection_.reset();
   retry_at_ = clock_.now() + delay;
+}
+
+std::string DatabaseLink::privilege_fix() {
+  if (!connection_) return "";
+  return pg::dispatcher_privilege_fix(*connection_, config_.outbox.schema);
 }
 
 bool DatabaseLink::just_connected() {
