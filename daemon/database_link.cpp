@@ -86,7 +86,9 @@ core::Result<pg::Connection> DatabaseLink::open_connection() const {
 void DatabaseLink::lost(const core::Error& error) {
   ++failures_;
   const auto delay = backoff_.delay(failures_, random_);
-  if (state_ == LinkState::up || failures_ == 1) {
+  // A fatal or forbidden error ends the run; the caller logged it, and there is no retry to announce.
+  const bool retrying = error.kind != core::ErrorKind::fatal && error.kind != core::ErrorKind::forbidden;
+  if (retrying && (state_ == LinkState::up || failures_ == 1)) {
     spdlog::warn("database unavailable: {}; retrying in {} ms", error.message,
                  std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
   }
