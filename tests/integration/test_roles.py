@@ -91,6 +91,11 @@ def test_requeue_skip_and_status(workdir, database):
     assert report["destinations"]["q"]["parked"] == 0
 
 
+def test_migrate_with_the_daemons_config_only_checks_a_current_schema(workdir, database):
+    out = run_cli("migrate", "-c", cli_config(workdir, database)).stdout
+    assert "is up to date" in out
+
+
 def test_a_role_without_the_dispatcher_grant_exits_78_and_names_the_grant(workdir, database):
     database.query(f'REVOKE outbox_dispatcher FROM "{database.dispatcher_role}"')
     grant = f'GRANT outbox_dispatcher TO "{database.dispatcher_role}";'
