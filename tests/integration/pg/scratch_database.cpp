@@ -113,7 +113,9 @@ Connection ScratchDatabase::migrated(const MigrateOptions& options) const {
 Connection ScratchDatabase::dispatcher(const std::string& application_name) const {
   if (!dispatcher_created_) FAIL("dispatcher() before migrated(): the group role does not exist yet");
   auto connection = Connection::open(config_for(with_user(url_, dispatcher_role_)), application_name);
-  if (!connection) FAIL("cannot connect to " << name_ << " as " << dispatcher_role_ << ": " << connection.error().message);
+  if (!connection) {
+    FAIL("cannot connect to " << name_ << " as " << dispatcher_role_ << ": " << connection.error().message);
+  }
   return std::move(connection).value();
 }
 

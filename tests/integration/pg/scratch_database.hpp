@@ -1,4 +1,4 @@
-// A fresh database per test case on the cluster named by OUTBOXD_TEST_PG_URL, with a dispatcher login role; both dropped afterwards.
+// A fresh database per test case on OUTBOXD_TEST_PG_URL's cluster, with a dispatcher login role; both dropped after.
 #pragma once
 
 #include <string>
