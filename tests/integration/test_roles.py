@@ -96,15 +96,36 @@ def test_migrate_with_the_daemons_config_only_checks_a_current_schema(workdir, d
     assert "is up to date" in out
 
 
+def test_migrate_with_the_daemons_config_cannot_install_and_says_which_role_to_use(workdir, database):
+    empty = f"{database.name}_empty"
+    admin = database.connect()  # autocommit, outside any `with` block: CREATE DATABASE needs that
+    admin.cursor().execute(f'CREATE DATABASE "{empty}"')
+    try:
+        config = cli_config(workdir, database)
+        with open(config) as f:
+            text = f.read()
+        with open(config, "w") as f:
+            f.write(text.replace(f'/{database.name}"', f'/{empty}"'))  # the URL's path, not its user
+        result = run_cli("migrate", "-c", config, check=False)
+    finally:
+        admin.cursor().execute(f'DROP DATABASE "{empty}" WITH (FORCE)')
+        admin.close()
+    assert result.returncode == CONFIG_ERROR, result.stderr
+    assert "permission denied for database" in result.stderr
+    assert "run it as a role that may create schemas" in result.stderr
+
+
 def test_a_role_without_the_dispatcher_grant_exits_78_and_names_the_grant(workdir, database):
     database.query(f'REVOKE outbox_dispatcher FROM "{database.dispatcher_role}"')
     grant = f'GRANT outbox_dispatcher TO "{database.dispatcher_role}";'
+    fill(database, 3)
     peer = Peer(workdir)
     daemon = daemon_for(workdir, database, peer).start()
     try:
         assert daemon.process.wait(timeout=30) == CONFIG_ERROR, daemon.log()
     finally:
         peer.stop()
+    assert peer.deliveries() == []
     assert "permission denied for schema outbox" in daemon.log()
     assert grant in daemon.log()
     status = run_cli("status", "-c", cli_config(workdir, database), check=False)
