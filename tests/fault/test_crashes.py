@@ -103,7 +103,6 @@ def test_kill_9_duplicates_per_kill_within_in_flight_plus_twice_batch_size(workd
     path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
                         dispatch={"in_flight": in_flight, "batch_size": batch_size},
                         leases={"instance_id": "kill9-bound-host"})
-    run_cli("migrate", "-c", path)
     fill(database, queue, rows, sessions)
     rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "11")))
     daemon = Daemon(path)
