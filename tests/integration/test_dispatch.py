@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, free_port, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, free_port, run_cli, unique, wait_until, write_config
 
 BROKERS = ["rabbitmq", "artemis"]
 
@@ -325,7 +325,6 @@ def test_healthcheck_command_asks_the_running_daemons_healthz(workdir, database)
     rabbitmq = Broker("rabbitmq")
     port = free_port()
     config = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq, http={"listen": f"0.0.0.0:{port}"})
-    run_cli("migrate", "-c", config)
     assert healthcheck(config)[0] == 1, "healthy before the daemon started"
     daemon = Daemon(config).start()
     try:
