@@ -313,7 +313,6 @@ def test_rows_change_only_by_the_unexpired_lease_owner_of_their_partition(workdi
     with open(control, "w") as f:
         f.write("withhold")
     peer_a, peer_b = Peer(workdir), Peer(workdir, "--credit", "100", "--control", control)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer_a))
     audit_row_changes(database, "outboxd fence-a")
     a = Daemon(write_config(f"{workdir}/a.yaml", database, peer_a, retention={"mode": "keep"},
                             leases={"instance_id": "fence-a", **SHORT_LEASES}), "fence-a")

@@ -112,7 +112,6 @@ def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instance
     """After the park every claim must still pass over the rest of the session: claims of the same
     process woken by new rows, a restarted process, and a second instance."""
     peer = Peer(workdir, "--reject", "m0:100")
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer))
 
     def instance(name):
         return Daemon(write_config(f"{workdir}/{name}.yaml", database, peer, retention={"mode": "keep"},
@@ -129,7 +128,7 @@ def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instance
     def more_rows_then_claims():
         """A row of each session; the other session's row going out shows that claims ran after it."""
         first = added[0]
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(first, first + 2):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
         added[0] += 2

@@ -129,7 +129,7 @@ def test_no_scheduled_row_goes_out_before_its_due_at_while_the_daemon_is_busy(wo
     written = [0]
 
     def keep_busy():
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             while not stop.wait(0.02):
                 enqueue(cur, busy_queue, f"busy-{written[0]}", b"x")
                 written[0] += 1
@@ -137,7 +137,7 @@ def test_no_scheduled_row_goes_out_before_its_due_at_while_the_daemon_is_busy(wo
     writer = threading.Thread(target=keep_busy, daemon=True)
     writer.start()
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             cur.execute("SELECT now()")
             now = cur.fetchone()[0]
             due = {f"due-{k}": now + datetime.timedelta(milliseconds=1200 + 100 * k) for k in range(8)}
@@ -249,7 +249,7 @@ def test_retention_keep_purges_dispatched_rows_after_keep_for_and_never_a_row_no
         return dict(database.query("SELECT message_id, status FROM outbox.messages"))
 
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.connect() as conn, conn.cursor() as cur:  # the superuser: a writer may not set status
             # Old rows not dispatched: purging looks at when a row finished, never at its age.
             cur.execute("INSERT INTO outbox.messages (message_id, destination, session_id, created_at, due_at, status, "
                         "attempts) VALUES ('old-parked', %s, 'p', now() - interval '1 day', now() - interval '1 day', "
@@ -423,11 +423,11 @@ def test_a_row_that_commits_late_below_the_cursor_of_a_long_pass_goes_out_at_the
     queue = unique("late-low")
     consumer = Consumer(broker, queue)
     config = small_batches(workdir, database, broker, poll_interval_ms=1000)
-    writer = database.connect(autocommit=False)
+    writer = database.writer(autocommit=False)
     try:
         with writer.cursor() as cur:
             enqueue(cur, queue, "late-low", b"x")
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(35):
                 enqueue(cur, queue, f"backlog-{i}", b"x")
         daemon = Daemon(config).start()

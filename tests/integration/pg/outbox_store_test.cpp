@@ -239,7 +239,8 @@ TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
 TEST_CASE("no scheduled row is claimed before its due_at, however often the claim runs", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   // Claims every 20 ms, as a daemon busy with immediate rows makes them: each
   // must leave a scheduled row alone until its due_at, by the database's clock
   // (on this machine the same clock as ours).
@@ -555,10 +556,9 @@ TEST_CASE("a session in the dispatcher role alone runs every statement of the di
   const core::RowId deleted = insert(setup, {"deleted", "d"});
   insert(setup, {"old", std::nullopt, "now() - interval '3 days'", "now() - interval '3 days'", "dispatched", "NULL",
                  "now() - interval '2 days'"});
-  // The role is taken before the first statement: each is planned and run with
-  // its privileges only, as for a login role that holds nothing else.
-  Connection connection = db.connect();
-  must(connection, "SET ROLE outbox_dispatcher");
+  // A session of a login role that holds nothing else, from its first statement:
+  // nothing planned with more privileges can hide a missing grant.
+  Connection connection = db.dispatcher();
   OutboxStore store(connection, "outbox");
   REQUIRE(store.prepare().ok());
   CHECK(claim_ids(store).size() == 4);
