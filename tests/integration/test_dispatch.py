@@ -129,10 +129,13 @@ def test_no_scheduled_row_goes_out_before_its_due_at_while_the_daemon_is_busy(wo
     written = [0]
 
     def keep_busy():
-        with database.writer() as conn, conn.cursor() as cur:
+        # Each row commits by itself: `with conn` would hold them all in one transaction.
+        conn = database.writer()
+        with conn.cursor() as cur:
             while not stop.wait(0.02):
                 enqueue(cur, busy_queue, f"busy-{written[0]}", b"x")
                 written[0] += 1
+        conn.close()
 
     writer = threading.Thread(target=keep_busy, daemon=True)
     writer.start()
