@@ -278,7 +278,7 @@ def test_the_connection_announces_its_container_id_and_idle_timeout(workdir, dat
     path = write_config(f"{workdir}/named.yaml", database, peer, broker={"container_id": "outboxd-orders-1"})
     named = Daemon(path, name="named").start()
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "named-1", b"x")
         wait_until(lambda: remaining(database) == 0, timeout=20, what="named-1 dispatched")
     finally:
@@ -311,7 +311,7 @@ def test_retention_keep_purges_dispatched_and_cancelled_rows_after_keep_for_s(wo
     peer = Peer(workdir)
     daemon = start(workdir, database, peer, retention={"mode": "keep", "keep_for_s": 1, "purge_interval_ms": 100})
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "sent", b"x")
             cur.execute("SELECT now() + interval '1 hour'")
             enqueue(cur, "q", "called-off", b"x", due_at=cur.fetchone()[0])
@@ -334,7 +334,7 @@ def test_under_load_the_daemon_is_not_idle_and_writers_send_no_notify(workdir, d
     # well below what one writer manages on a busy machine, so that only the policy is tested.
     peer = Peer(workdir)
     daemon = start(workdir, database, peer, dispatch={"notify_max_rate": RATE})
-    listener, writer = database.connect(), database.connect()  # autocommit: every enqueue commits at once
+    listener, writer = database.connect(), database.writer()  # autocommit: every enqueue commits at once
     try:
         wait_until(lambda: database.query("SELECT bool_and(idle) FROM outbox.instances") == [(True,)],
                    timeout=20, what="the daemon idle")

@@ -128,9 +128,12 @@ class Database:
     url            the dispatcher login role's URL: write_config() gives it to outboxd
     writer_url     the writer login role's URL: writer() connects with it; tests write rows there
     superuser_url  the superuser's URL: connect() and query(), for set-up and assertions
+
+    With migrated=False (fixture unmigrated_database) the database is left empty for tests
+    of `outboxd migrate`, and url is the superuser's: migrate needs one that may create schemas.
     """
 
-    def __init__(self, workdir, schema="outbox"):
+    def __init__(self, workdir, schema="outbox", migrated=True):
         self.admin_url = require_env("OUTBOXD_TEST_PG_URL")  # the cluster's superuser
         self.name = unique("t")
         self.schema = schema
@@ -139,6 +142,10 @@ class Database:
         self.workdir = workdir
         self._admin(f'CREATE DATABASE "{self.name}"')
         self.superuser_url = self._url(None)
+        if not migrated:
+            # For tests of migrate itself, which needs a role that may create schemas.
+            self.url = self.writer_url = self.superuser_url
+            return
         self.url = self._url(self.dispatcher_role)
         self.writer_url = self._url(self.writer_role)
         try:
@@ -291,6 +298,13 @@ def workdir():
 @pytest.fixture
 def database(workdir):
     db = Database(workdir)
+    yield db
+    db.drop()
+
+
+@pytest.fixture
+def unmigrated_database(workdir):
+    db = Database(workdir, migrated=False)
     yield db
     db.drop()
 
