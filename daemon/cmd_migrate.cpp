@@ -23,10 +23,9 @@ int cmd_migrate(const std::string& path, bool dry_run) {
   if (!report) {
     std::cerr << "migrate: " << report.error().message << '\n';
     if (report.error().kind != core::ErrorKind::forbidden) return kExitFailure;
-    std::cerr << "migrate: run it as a role that may create schemas in this database (its owner, or a "
-                 "superuser), with CREATEROLE unless the roles "
-              << options.schema << "_writer and " << options.schema
-              << "_dispatcher exist; the daemon itself needs only " << options.schema << "_dispatcher\n";
+    std::cerr << "migrate: run it as a role that may create schemas in this database and has CREATEROLE (its "
+                 "owner with CREATEROLE, or a superuser); the daemon itself needs only "
+              << options.schema << "_dispatcher\n";
     return kExitConfig;
   }
   const auto& r = report.value();

@@ -355,7 +355,6 @@ def test_instances_joining_mid_drain_take_their_share_without_duplicates(workdir
     rows, sessions = 20000, 200
     queue = unique("instances-scaleup")
     consumer = Consumer(rabbitmq, queue, credit=2000)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, rabbitmq))
     audit_leases(database)
     daemons = [instance_config(workdir, database, rabbitmq, "up-0").start()]
     try:

@@ -212,7 +212,7 @@ def write_config(path, database, broker, /, **sections):
     }
     if broker.user:
         doc["broker"].update(username=broker.user, password=broker.password)
-    if database.schema != "outbox":
+    if getattr(database, "schema", "outbox") != "outbox":
         doc["outbox"] = {"schema": database.schema}
     for section, values in sections.items():
         doc.setdefault(section, {}).update(values)
