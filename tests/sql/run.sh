@@ -17,7 +17,7 @@
 # login roles app_a and app_b of the tests that keep writers apart (connected
 # through dblink, so they must not need a password either), are created if
 # missing and left in place; the LOGIN roles that hold only one group role
-# each, for tests that run as the role itself (sqltest.try_login), are made for
+# each, for tests that run as the role itself (sqltest.try_as_member), are made for
 # the run and dropped with the template.
 set -euo pipefail
 

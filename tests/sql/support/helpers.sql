@@ -28,25 +28,25 @@ CREATE TABLE sqltest.login_roles (group_role text PRIMARY KEY, login_role text N
 -- and returns 'ok' or the SQLSTATE it raised. A fresh session, not SET ROLE
 -- here: nothing planned or cached by a more privileged role can hide a missing
 -- grant. The command commits; if it returns rows, they have one column.
-CREATE FUNCTION sqltest.try_login(group_role text, command text)
+CREATE FUNCTION sqltest.try_as_member(group_role text, command text)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
-  login text := (SELECT l.login_role FROM sqltest.login_roles l WHERE l.group_role = try_login.group_role);
+  login text := (SELECT l.login_role FROM sqltest.login_roles l WHERE l.group_role = try_as_member.group_role);
   outcome text := 'ok';
 BEGIN
   IF login IS NULL THEN
     RAISE EXCEPTION 'no login role for %: run the file through tests/sql/run.sh', group_role;
   END IF;
   -- A later keyword wins in a conninfo string.
-  PERFORM dblink_connect('sqltest_login', sqltest.conninfo() || format(' user=%s', login));
+  PERFORM dblink_connect('sqltest_member', sqltest.conninfo() || format(' user=%s', login));
   BEGIN
-    PERFORM * FROM dblink('sqltest_login', command) AS t(r text);
+    PERFORM * FROM dblink('sqltest_member', command) AS t(r text);
   EXCEPTION WHEN OTHERS THEN
     outcome := SQLSTATE;  -- dblink raises the remote error's SQLSTATE
   END;
-  PERFORM dblink_disconnect('sqltest_login');
+  PERFORM dblink_disconnect('sqltest_member');
   RETURN outcome;
 END
 $$;
