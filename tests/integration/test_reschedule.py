@@ -195,7 +195,7 @@ def test_documented_recipes_fire_a_timeout(workdir, database, broker):
                 cur.execute("SELECT workflow.start(%s, 'order', 'AwaitingPayment')", (workflow,))
                 cur.execute("SELECT workflow.set_timeout(%s, %s, now() + interval '1 day', %s, 'late')",
                             (workflow, f"{workflow}:payment-timeout:1", queue))
-        psql = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database.url],
+        psql = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database.superuser_url],
                               input=documented_block("sql"), capture_output=True, text=True, timeout=60)
         assert psql.returncode == 0, psql.stderr
         assert psql.stdout.split() == ["t", "AwaitingPayment"]
@@ -203,12 +203,12 @@ def test_documented_recipes_fire_a_timeout(workdir, database, broker):
 
         recipe = {}
         exec(documented_block("python"), recipe)
-        recipe["fire_timeout"](database.url, "order-43:payment-timeout:1",
+        recipe["fire_timeout"](database.superuser_url, "order-43:payment-timeout:1",
                                "SELECT count(*) = 0 FROM outbox.messages "
                                "WHERE message_id = 'order-43:payment-timeout:1' AND status = 'pending'")
         [second] = consumer.receive(1, timeout=10)
         with pytest.raises(LookupError):  # sent, and deleted by the default retention
-            recipe["fire_timeout"](database.url, "order-43:payment-timeout:1", "SELECT true")
+            recipe["fire_timeout"](database.superuser_url, "order-43:payment-timeout:1", "SELECT true")
     finally:
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
@@ -232,7 +232,7 @@ def test_documented_node_recipe_fires_a_timeout(workdir, database, broker):
     try:
         attach(database, consumer, queue)
         schedule(database, queue, "t-node")
-        node = subprocess.run(["node", script, database.url, "t-node",
+        node = subprocess.run(["node", script, database.superuser_url, "t-node",
                                "SELECT count(*) = 0 FROM outbox.messages WHERE message_id = 't-node'"],
                               capture_output=True, text=True, timeout=60)
         [message] = consumer.receive(1, timeout=10)
