@@ -195,6 +195,8 @@ def test_documented_recipes_fire_a_timeout(workdir, database, broker):
                 cur.execute("SELECT workflow.start(%s, 'order', 'AwaitingPayment')", (workflow,))
                 cur.execute("SELECT workflow.set_timeout(%s, %s, now() + interval '1 day', %s, 'late')",
                             (workflow, f"{workflow}:payment-timeout:1", queue))
+        # As the superuser, who wrote the rows (reschedule() moves only the caller's) and may read
+        # outbox.messages in the recipes' checks, which a writer may not.
         psql = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database.superuser_url],
                               input=documented_block("sql"), capture_output=True, text=True, timeout=60)
         assert psql.returncode == 0, psql.stderr
@@ -232,7 +234,7 @@ def test_documented_node_recipe_fires_a_timeout(workdir, database, broker):
     try:
         attach(database, consumer, queue)
         schedule(database, queue, "t-node")
-        node = subprocess.run(["node", script, database.superuser_url, "t-node",
+        node = subprocess.run(["node", script, database.superuser_url, "t-node",  # as above: the rows' writer
                                "SELECT count(*) = 0 FROM outbox.messages WHERE message_id = 't-node'"],
                               capture_output=True, text=True, timeout=60)
         [message] = consumer.receive(1, timeout=10)
