@@ -168,7 +168,7 @@ def test_fire_makes_a_timeout_due_now_and_says_who_and_when(workdir, database, b
     assert message.id == "t-fire"
     assert latency < 0.1, f"sent {latency:.3f} s after outboxd fire returned"
     assert "t-fire: 1 scheduled row due now (" in fired.stdout
-    assert "by database role postgres)" in fired.stdout
+    assert f"by database role {database.dispatcher_role})" in fired.stdout
     assert session_message.id == "t-session-2"
     assert "session s-1: 1 scheduled row due now" in by_session.stdout
     assert again.returncode == 1 and "fire: 0 scheduled rows" in again.stdout
