@@ -109,10 +109,7 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
   int fired = 0;
   for (const auto& id : ids) {
     auto report = store.fire(id, target.session_id);
-    if (!report) {
-      std::cerr << "fire: " << report.error().message << '\n';
-      return kExitFailure;
-    }
+    if (!report) return database_failure("fire", report.error(), *connection, *config);
     const auto& r = report.value();
     fired += r.rows;
     if (r.rows > 0) {

@@ -128,9 +128,10 @@ def test_a_role_without_the_dispatcher_grant_exits_78_and_names_the_grant(workdi
     assert peer.deliveries() == []
     assert "permission denied for schema outbox" in daemon.log()
     assert grant in daemon.log()
-    status = run_cli("status", "-c", cli_config(workdir, database), check=False)
-    assert status.returncode == CONFIG_ERROR, status.stderr
-    assert "permission denied" in status.stderr and grant in status.stderr
+    for command in (["status"], ["fire", "m0"]):
+        result = run_cli(*command[:1], "-c", cli_config(workdir, database), *command[1:], check=False)
+        assert result.returncode == CONFIG_ERROR, result.stderr
+        assert "permission denied" in result.stderr and grant in result.stderr
 
 
 def test_a_row_published_but_not_markable_stops_the_daemon_instead_of_publishing_it_again(workdir, database):
