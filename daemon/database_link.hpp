@@ -24,12 +24,16 @@ class DatabaseLink {
                core::RandomSource& random);
 
   // Connects when down and the backoff allows it. A fatal error (bad
-  // credentials, schema not migrated, missing privilege) is returned so the
-  // daemon can exit; transient ones only schedule the next attempt.
+  // credentials, schema not migrated) or a missing privilege (forbidden) is
+  // returned so the daemon can exit; transient ones only schedule the next attempt.
   core::Status ensure_connected();
 
   // Every operation that failed transiently calls this with the reason.
   void lost(const core::Error& error);
+
+  // For a statement refused for a missing privilege (ErrorKind::forbidden):
+  // what to grant, asked of the refused session, so call it before lost().
+  std::string privilege_fix();
 
   bool up() const { return state_ == LinkState::up; }
   bool just_connected();  // true once after each successful (re)connect

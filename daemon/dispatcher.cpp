@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "daemon/commands.hpp"
+
 namespace outboxd::daemon {
 
 namespace {
@@ -86,8 +88,7 @@ int Dispatcher::run() {
     handle_signals();
     apply_outcomes();
     if (auto kept = keep_database(); !kept) {
-      spdlog::critical("database: {}", kept.error().message);
-      exit_code_ = 1;
+      stop_for(kept.error());
       break;
     }
     publish_ready();  // a session's next row goes out before the database round trips
@@ -173,12 +174,22 @@ core::Status Dispatcher::keep_database() {
 }
 
 void Dispatcher::fail_database(const core::Error& error) {
-  if (error.kind == core::ErrorKind::fatal) {
-    spdlog::critical("database: {}", error.message);
-    exit_code_ = 1;
-  }
+  if (error.kind == core::ErrorKind::fatal || error.kind == core::ErrorKind::forbidden) stop_for(error);
   metrics_.database_lost.inc();
   db_.lost(error);
+}
+
+// Ends the run on an error that retrying cannot fix. A missing privilege exits
+// as a configuration error, which systemd does not restart: a restarted daemon
+// would publish the rows it could not mark again, and again.
+void Dispatcher::stop_for(const core::Error& error) {
+  if (error.kind == core::ErrorKind::forbidden) {
+    spdlog::critical("database: {}; {}", error.message, db_.privilege_fix());
+    exit_code_ = kExitConfig;
+  } else {
+    spdlog::critical("database: {}", error.message);
+    exit_code_ = kExitFailure;
+  }
 }
 
 void Dispatcher::persist_decisions() {
@@ -339,7 +350,8 @@ std::vector<core::RowId> Dispatcher::claimable_known_rows() const {
 }
 
 void Dispatcher::publish_ready() {
-  if (stopping_ || !broker_up_ || !leases_.may_publish()) return;
+  // Exiting: rows published now could not be marked.
+  if (stopping_ || exit_code_ || !broker_up_ || !leases_.may_publish()) return;
   const auto ids = planner_.take_ready();
   if (ids.empty()) return;
   std::vector<core::OutboxMessage> batch;

@@ -37,7 +37,8 @@ class Dispatcher {
   // the parts that can change at run time; its other parts stay as started.
   Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals);
 
-  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero).
+  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero; 78 for a
+  // missing privilege, a configuration error that systemd does not restart).
   int run();
 
  private:
@@ -67,6 +68,7 @@ class Dispatcher {
   std::vector<core::RowId> claimable_known_rows() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
+  void stop_for(const core::Error& error);
   void forget_rows(const std::vector<core::RowId>& ids);
   bool claim_possible() const;
   void arm_wakeup(bool idle);
