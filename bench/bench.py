@@ -86,26 +86,49 @@ class Bench:
         self.bin = os.path.join(args.build, "daemon", "outboxd")
         self.broker = Broker(args.broker)
         self.tmp = tempfile.mkdtemp(prefix="outboxd-bench-")
-        admin_url = os.environ["OUTBOXD_TEST_PG_URL"]
+        self.admin_url = os.environ["OUTBOXD_TEST_PG_URL"]
         self.db_name = "bench_" + uuid.uuid4().hex[:8]
-        admin = psycopg2.connect(admin_url)
-        admin.autocommit = True
-        admin.cursor().execute(f'CREATE DATABASE "{self.db_name}"')
-        admin.close()
-        self.db_url = urlunparse(urlparse(admin_url)._replace(path="/" + self.db_name))
+        # As deployed: outboxd and claim_mark log in with a role that holds only
+        # outbox_dispatcher, pgbench's writers with one that holds only outbox_writer.
+        # The superuser creates the database and the roles, migrates, and fills the backlog.
+        self.dispatcher_role, self.writer_role = f"{self.db_name}_dispatcher", f"{self.db_name}_writer"
+        self.admin(f'CREATE DATABASE "{self.db_name}"')
+        superuser_url = urlunparse(urlparse(self.admin_url)._replace(path="/" + self.db_name))
+        host = urlparse(superuser_url).netloc.rpartition("@")[2]
+        self.db_url = urlunparse(urlparse(superuser_url)._replace(netloc=f"{self.dispatcher_role}@{host}"))
+        migrate = self.write_config("migrate.yaml", url=superuser_url)
+        subprocess.run([self.bin, "migrate", "-c", migrate], check=True, capture_output=True)
+        self.admin(f'CREATE ROLE "{self.dispatcher_role}" LOGIN IN ROLE outbox_dispatcher',
+                   f'CREATE ROLE "{self.writer_role}" LOGIN IN ROLE outbox_writer')
         self.config = self.write_config()
-        subprocess.run([self.bin, "migrate", "-c", self.config], check=True, capture_output=True)
-        self.conn = psycopg2.connect(self.db_url)
+        self.conn = psycopg2.connect(superuser_url)
         self.conn.autocommit = True
 
-    def write_config(self, name="outboxd.yaml", http_port=None):
+    def admin(self, *statements):
+        admin = psycopg2.connect(self.admin_url)
+        admin.autocommit = True
+        for statement in statements:
+            admin.cursor().execute(statement)
+        admin.close()
+
+    def close(self):
+        """Drops the run's login roles, which are cluster-wide."""
+        self.conn.close()
+        self.admin(f'DROP ROLE IF EXISTS "{self.dispatcher_role}"', f'DROP ROLE IF EXISTS "{self.writer_role}"')
+
+    def writer_env(self):
+        """The environment for pgbench: the writer role, in the bench's database."""
+        return dict(os.environ, PGDATABASE=self.db_name, PGUSER=self.writer_role)
+
+    def write_config(self, name="outboxd.yaml", http_port=None, url=None):
+        """A config for outboxd (the dispatcher role, unless `url` says otherwise)."""
         b = self.broker
         auth = f"\n  username: \"{b.user}\"\n  password: \"{b.password}\"" if b.user else ""
         path = os.path.join(self.tmp, name)
         extra = "".join(f"  {kv.replace('=', ': ', 1)}\n" for kv in self.args.dispatch)
         with open(path, "w") as f:
             f.write(f"""database:
-  url: "{self.db_url}"
+  url: "{url or self.db_url}"
 broker:
   url: "{b.url}"
   profile: {b.profile}{auth}
@@ -228,7 +251,7 @@ dispatch:
                     "session_id => 's' || (random() * %d)::int, "
                     "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n"
                     % (queue, a.sessions))
-        env = dict(os.environ, PGDATABASE=self.db_name)
+        env = self.writer_env()
         return subprocess.Popen(["pgbench", "-n", "-c", str(a.clients), "-j", str(min(a.clients, 2)),
                                  "-R", str(a.rate), "-T", str(a.seconds), "-f", script],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -243,7 +266,9 @@ dispatch:
         # broker-alone runs too (fixed_rate drops it), so that their writers do the same work.
         self.sql("CREATE TABLE IF NOT EXISTS public.bench_commits (message_id text, xid xid)")
         self.sql("TRUNCATE public.bench_commits")
-        self.sql("CREATE OR REPLACE FUNCTION public.bench_record_xid() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        # SECURITY DEFINER: it runs in the writers' inserts, and the writer role may not write this table.
+        self.sql("CREATE OR REPLACE FUNCTION public.bench_record_xid() RETURNS trigger LANGUAGE plpgsql "
+                 "SECURITY DEFINER AS $$ "
                  "BEGIN INSERT INTO public.bench_commits VALUES (NEW.message_id, pg_current_xact_id()::xid); "
                  "RETURN NULL; END $$")
         self.sql("CREATE OR REPLACE TRIGGER bench_record_xid AFTER INSERT ON outbox.messages "
@@ -326,7 +351,7 @@ dispatch:
         with open(script, "w") as f:
             f.write("INSERT INTO outbox.messages (message_id, destination, body) "
                     "VALUES (gen_random_uuid()::text, 'bench_writer', '\\x00');\n")
-        env = dict(os.environ, PGDATABASE=self.db_name)
+        env = self.writer_env()
 
         def tps(config=None):
             daemon = None
@@ -407,4 +432,8 @@ dispatch:
 
 
 if __name__ == "__main__":
-    Bench(parse_args()).run()
+    bench = Bench(parse_args())
+    try:
+        bench.run()
+    finally:
+        bench.close()

@@ -1,6 +1,7 @@
 // The database's ceiling: the daemon's own claim and mark statements in a loop, without AMQP.
 //
 // usage: claim_mark -c CONFIG   (drains every pending row of the configured outbox)
+// Give it the daemon's config: standing for the daemon, it needs only the dispatcher role.
 // Prints one line: `claim_mark rows=N seconds=S rate=R`.
 #include <chrono>
 #include <cstdio>

@@ -42,19 +42,15 @@ int act_on_parked(const std::string& path, const AdminTarget& target, const char
   if (!connection) return kExitFailure;
   pg::OutboxStore store(*connection, config->outbox.schema);
   int changed = 0;
-  auto count = [&](core::Result<int> result) {
-    if (!result) {
-      std::cerr << command << ": " << result.error().message << '\n';
-      return false;
-    }
-    changed += result.value();
-    return true;
-  };
   for (const auto& id : target.message_ids) {
-    if (!count(for_id(store, id))) return kExitFailure;
+    auto done = for_id(store, id);
+    if (!done) return database_failure(command, done.error(), *connection, *config);
+    changed += done.value();
   }
-  if ((target.all_parked || !target.session_id.empty()) && !count(for_all(store, target.session_id))) {
-    return kExitFailure;
+  if (target.all_parked || !target.session_id.empty()) {
+    auto done = for_all(store, target.session_id);
+    if (!done) return database_failure(command, done.error(), *connection, *config);
+    changed += done.value();
   }
   std::cout << command << ": " << changed << " parked row" << (changed == 1 ? "" : "s") << '\n';
   return changed == 0 ? kExitFailure : kExitOk;
@@ -69,10 +65,7 @@ int cmd_status(const std::string& path, bool json) {
   if (!connection) return kExitFailure;
   pg::OutboxStore store(*connection, config->outbox.schema);
   auto report = store.status();
-  if (!report) {
-    std::cerr << "status: " << report.error().message << '\n';
-    return kExitFailure;
-  }
+  if (!report) return database_failure("status", report.error(), *connection, *config);
   const auto& r = report.value();
   if (json) {
     nlohmann::json out{{"total", to_json(r.total)}, {"destinations", nlohmann::json::object()}};
@@ -116,10 +109,7 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
   int fired = 0;
   for (const auto& id : ids) {
     auto report = store.fire(id, target.session_id);
-    if (!report) {
-      std::cerr << "fire: " << report.error().message << '\n';
-      return kExitFailure;
-    }
+    if (!report) return database_failure("fire", report.error(), *connection, *config);
     const auto& r = report.value();
     fired += r.rows;
     if (r.rows > 0) {

@@ -1,4 +1,4 @@
-// `outboxd version` and `outboxd check-config`, and config loading for every command.
+// `outboxd version` and `outboxd check-config`, and config loading, connecting and failing for every command.
 #include <cstdio>
 #include <iostream>
 
@@ -8,6 +8,7 @@
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
 #include "log/log.hpp"
+#include "pg/privileges.hpp"
 #include "pg/transport_security.hpp"
 
 namespace outboxd::daemon {
@@ -37,6 +38,14 @@ std::vector<std::string> security_warnings(const config::Config& config) {
   auto warnings = pg::database_tls_warnings(config.database);
   for (auto& warning : config::secret_file_warnings(config)) warnings.push_back(std::move(warning));
   return warnings;
+}
+
+int database_failure(const char* command, const core::Error& error, pg::Connection& connection,
+                     const config::Config& config) {
+  std::cerr << command << ": " << error.message << '\n';
+  if (error.kind != core::ErrorKind::forbidden) return kExitFailure;
+  std::cerr << command << ": " << pg::dispatcher_privilege_fix(connection, config.outbox.schema) << '\n';
+  return kExitConfig;
 }
 
 bool init_logging(const config::Config& config) {

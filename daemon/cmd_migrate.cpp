@@ -22,7 +22,11 @@ int cmd_migrate(const std::string& path, bool dry_run) {
   auto report = pg::migrate(*connection, options);
   if (!report) {
     std::cerr << "migrate: " << report.error().message << '\n';
-    return kExitFailure;
+    if (report.error().kind != core::ErrorKind::forbidden) return kExitFailure;
+    std::cerr << "migrate: run it as a role that may create schemas in this database and has CREATEROLE (its "
+                 "owner with CREATEROLE, or a superuser); the daemon itself needs only "
+              << options.schema << "_dispatcher\n";
+    return kExitConfig;
   }
   const auto& r = report.value();
   for (const auto& step : r.steps) {

@@ -1,4 +1,4 @@
-// Loading the config file for a command, with diagnostics printed to stderr.
+// Loading the config file for a command, connecting and reporting failures, with diagnostics printed to stderr.
 #pragma once
 
 #include <optional>
@@ -20,6 +20,11 @@ std::optional<pg::Connection> connect_for_command(const config::Config& config, 
 // verify-full to a remote host, password files others can read. `run` logs
 // them at warn, check-config prints them.
 std::vector<std::string> security_warnings(const config::Config& config);
+
+// The exit code of a command whose statement failed, after printing why: 78
+// (configuration) with what to grant when a privilege was missing, else 1.
+int database_failure(const char* command, const core::Error& error, pg::Connection& connection,
+                     const config::Config& config);
 
 // Logging set up from the config; false (after printing why) on a bad level.
 bool init_logging(const config::Config& config);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/secrets.hpp"
+#include "pg/privileges.hpp"
 
 namespace outboxd::daemon {
 
@@ -58,7 +59,9 @@ core::Status DatabaseSession::ensure_connected() {
     if (ready.ok()) ready = leases_->register_instance(instance_id_);
   }
   if (!ready.ok()) {
-    if (ready.error().kind == core::ErrorKind::fatal) return ready;
+    if (ready.error().kind == core::ErrorKind::fatal || ready.error().kind == core::ErrorKind::forbidden) {
+      return ready;
+    }
     lost(ready.error());
     return {};
   }
@@ -84,7 +87,9 @@ core::Result<pg::Connection> DatabaseSession::open_connection() const {
 void DatabaseSession::lost(const core::Error& error) {
   ++failures_;
   const auto delay = backoff_.delay(failures_, random_);
-  if (state_ == SessionState::up || failures_ == 1) {
+  // A fatal or forbidden error ends the run; the caller logged it, and there is no retry to announce.
+  const bool retrying = error.kind != core::ErrorKind::fatal && error.kind != core::ErrorKind::forbidden;
+  if (retrying && (state_ == SessionState::up || failures_ == 1)) {
     spdlog::warn("database unavailable: {}; retrying in {} ms", error.message,
                  std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
   }
@@ -94,6 +99,11 @@ void DatabaseSession::lost(const core::Error& error) {
   listener_.reset();
   connection_.reset();
   retry_at_ = clock_.now() + delay;
+}
+
+std::string DatabaseSession::privilege_fix() {
+  if (!connection_) return "";
+  return pg::dispatcher_privilege_fix(*connection_, config_.outbox.schema);
 }
 
 bool DatabaseSession::just_connected() {

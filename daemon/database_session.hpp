@@ -27,12 +27,16 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
                core::RandomSource& random);
 
   // Connects when down and the backoff allows it. A fatal error (bad
-  // credentials, schema not migrated, missing privilege) is returned so the
-  // daemon can exit; transient ones only schedule the next attempt.
+  // credentials, schema not migrated) or a missing privilege (forbidden) is
+  // returned so the daemon can exit; transient ones only schedule the next attempt.
   core::Status ensure_connected() override;
 
   // Every operation that failed transiently calls this with the reason.
   void lost(const core::Error& error) override;
+
+  // For a statement refused for a missing privilege (ErrorKind::forbidden):
+  // what to grant, asked of the refused session, so call it before lost().
+  std::string privilege_fix() override;
 
   bool up() const override { return state_ == SessionState::up; }
   bool just_connected() override;  // true once after each successful (re)connect

@@ -51,10 +51,12 @@ class LeaseStore {
 class Database {
  public:
   virtual ~Database() = default;
-  // Connects when down and the backoff allows it; a fatal error is returned
-  // (the daemon exits), transient ones only schedule the next attempt.
+  // Connects when down and the backoff allows it; a fatal or forbidden error
+  // is returned (the daemon exits), transient ones only schedule the next attempt.
   virtual core::Status ensure_connected() = 0;
   virtual void lost(const core::Error& error) = 0;  // a statement failed: down until the next attempt
+  // After a statement refused for a missing privilege, before lost(): the GRANT that fixes it.
+  virtual std::string privilege_fix() = 0;
   virtual bool up() const = 0;
   virtual bool just_connected() = 0;  // true once after each successful (re)connect
   virtual std::optional<core::SteadyTime> next_attempt() const = 0;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "daemon/commands.hpp"
+
 namespace outboxd::daemon {
 
 namespace {
@@ -92,8 +94,7 @@ bool RunLoop::iterate() {
   handle_signals();
   apply_outcomes();
   if (auto kept = keep_database(); !kept) {
-    spdlog::critical("database: {}", kept.error().message);
-    exit_code_ = 1;
+    stop_for(kept.error());
     return false;
   }
   publish_ready();  // a session's next row goes out before the database round trips
@@ -141,12 +142,22 @@ core::Status RunLoop::keep_database() {
 }
 
 void RunLoop::fail_database(const core::Error& error) {
-  if (error.kind == core::ErrorKind::fatal) {
-    spdlog::critical("database: {}", error.message);
-    exit_code_ = 1;
-  }
+  if (error.kind == core::ErrorKind::fatal || error.kind == core::ErrorKind::forbidden) stop_for(error);
   metrics_.database_lost.inc();
   db_.lost(error);
+}
+
+// Ends the run on an error that retrying cannot fix. A missing privilege exits
+// as a configuration error, which systemd does not restart: a restarted daemon
+// would publish the rows it could not mark again, and again.
+void RunLoop::stop_for(const core::Error& error) {
+  if (error.kind == core::ErrorKind::forbidden) {
+    spdlog::critical("database: {}; {}", error.message, db_.privilege_fix());
+    exit_code_ = kExitConfig;
+  } else {
+    spdlog::critical("database: {}", error.message);
+    exit_code_ = kExitFailure;
+  }
 }
 
 void RunLoop::claim_rows() {
@@ -181,7 +192,8 @@ void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
 }
 
 void RunLoop::publish_ready() {
-  if (stopping_ || !broker_up_ || !leases_.may_publish()) return;
+  // Exiting: rows published now could not be marked.
+  if (stopping_ || exit_code_ || !broker_up_ || !leases_.may_publish()) return;
   auto rows = book_.take_ready();
   if (rows.empty()) return;
   const auto now = clock_.now();

@@ -34,7 +34,8 @@ class RunLoop {
   // The ports must outlive the loop.
   RunLoop(config::Config config, std::string instance_id, Ports ports);
 
-  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero):
+  // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero; 78 for a
+  // missing privilege, a configuration error that systemd does not restart):
   // start(), iterate() while it returns true, finish().
   int run();
 
@@ -80,6 +81,7 @@ class RunLoop {
   bool finished_stopping() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
+  void stop_for(const core::Error& error);
   bool claim_possible() const;
   void arm_notify(bool armed);
   void check_late_commits();

@@ -9,6 +9,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::transient: return "transient";
     case ErrorKind::rejected: return "rejected";
     case ErrorKind::fatal: return "fatal";
+    case ErrorKind::forbidden: return "forbidden";
   }
   return "unknown";
 }

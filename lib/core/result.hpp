@@ -7,12 +7,16 @@
 
 namespace outboxd::core {
 
-// How a caller should react to a failure. Kept to three so that every adapter
+// How a caller should react to a failure. Kept to a few so that every adapter
 // maps its library's many error codes to a decision, not to a taxonomy.
 enum class ErrorKind {
   transient,  // try again later (connection lost, serialization failure, timeout)
   rejected,   // the input itself is bad (row cannot be encoded, broker rejected it)
-  fatal,      // configuration or permission problem: retrying cannot help
+  fatal,      // configuration problem or a bug: retrying cannot help
+  // The account lacks a privilege: retrying cannot help, and restarting would
+  // repeat whatever ran before the refusal (publishing rows it cannot mark).
+  // Callers stop as for a configuration error and say what to grant.
+  forbidden,
 };
 
 const char* to_string(ErrorKind kind);

@@ -37,9 +37,10 @@ constexpr std::array kRules{
     Rule{"40002", ErrorKind::rejected},   // deferred constraint failed at commit
     Rule{"54", ErrorKind::rejected},      // program limit exceeded by a value
     Rule{"P0001", ErrorKind::rejected},   // RAISE EXCEPTION from SQL-level validation
-    // Everything else needs a person: privileges, missing schema, credentials,
-    // a wrong database. Listed for the reader; the default says the same.
-    Rule{"42501", ErrorKind::fatal},      // insufficient privilege
+    // A missing grant: the role is not the one the deployment meant.
+    Rule{"42501", ErrorKind::forbidden},  // insufficient privilege
+    // Everything else needs a person: missing schema, credentials, a wrong
+    // database. Listed for the reader; the default says the same.
     Rule{"42P01", ErrorKind::fatal},      // undefined table: schema not migrated
     Rule{"42883", ErrorKind::fatal},      // undefined function: schema not migrated
     Rule{"42", ErrorKind::fatal},         // syntax error or access rule violation

@@ -1,4 +1,4 @@
-// SQLSTATE codes and lost connections mapped to the three error kinds callers act on.
+// SQLSTATE codes and lost connections mapped to the error kinds callers act on.
 #pragma once
 
 #include <string>

@@ -6,7 +6,6 @@ import sys
 import time
 from types import SimpleNamespace
 
-import psycopg2
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
@@ -47,24 +46,6 @@ def etc(workdir):
     return path
 
 
-@pytest.fixture
-def login_roles(database):
-    """Login roles (cluster-wide, so unique and dropped afterwards) for a writer and the daemon."""
-    names = {"writer": unique("app"), "dispatcher": unique("outboxd")}
-    yield names
-    admin = psycopg2.connect(database.admin_url)
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        for name in names.values():
-            cur.execute(f'DROP ROLE IF EXISTS "{name}"')
-    admin.close()
-
-
-def as_role(database, role):
-    """The database URL with `role` as the user (loopback is trusted by scripts/services.sh)."""
-    return database.url.replace("postgres@", f"{role}@", 1)
-
-
 def write_readable(path, *args, **kwargs):
     write_config(path, *args, **kwargs)
     os.chmod(path, 0o644)
@@ -89,17 +70,16 @@ def healthcheck(name):
     return podman("healthcheck", "run", name, check=False).returncode == 0
 
 
-def test_image_publishes_as_a_dispatcher_role_reports_healthy_and_stops_on_sigterm(etc, database, login_roles):
+def test_image_publishes_as_a_dispatcher_role_reports_healthy_and_stops_on_sigterm(etc, database):
     broker = Broker("rabbitmq")
     queue = unique("container")
-    write_readable(f"{etc}/migrate.yaml", database, broker)
+    # The image's migrate as the superuser (the harness migrated already: it checks the
+    # schema); the daemon as the harness's login role that holds only outbox_dispatcher.
+    superuser = SimpleNamespace(url=database.superuser_url, schema=database.schema)
+    write_readable(f"{etc}/migrate.yaml", superuser, broker)
     outboxd(etc, "migrate", "-c", "/etc/outboxd/migrate.yaml")
-    with database.connect() as conn, conn.cursor() as cur:
-        cur.execute(f'CREATE ROLE "{login_roles["writer"]}" LOGIN IN ROLE outbox_writer')
-        cur.execute(f'CREATE ROLE "{login_roles["dispatcher"]}" LOGIN IN ROLE outbox_dispatcher')
-    dispatcher = SimpleNamespace(url=as_role(database, login_roles["dispatcher"]))
     port = free_port()
-    write_readable(f"{etc}/outboxd.yaml", dispatcher, broker, http={"listen": f"0.0.0.0:{port}"},
+    write_readable(f"{etc}/outboxd.yaml", database, broker, http={"listen": f"0.0.0.0:{port}"},
                    dispatch={"shutdown_timeout_ms": SHUTDOWN_TIMEOUT_S * 1000})
 
     name = unique("outboxd")
@@ -109,8 +89,7 @@ def test_image_publishes_as_a_dispatcher_role_reports_healthy_and_stops_on_sigte
         wait_until(lambda: healthcheck(name), timeout=30, what="podman healthcheck run: healthy")
         assert podman("inspect", "--format", "{{.State.Health.Status}}", name).stdout.strip() == "healthy"
         assert main_pid_uid(name) == UID
-        writer = psycopg2.connect(as_role(database, login_roles["writer"]))
-        writer.autocommit = True
+        writer = database.writer()
         with writer, writer.cursor() as cur:
             enqueue(cur, queue, "from-the-writer", b"hello from a writer")
         writer.close()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, run_cli, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, unique, wait_until, write_config
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 WINDOW = 500
@@ -20,7 +20,7 @@ def services(*args):
 
 def fill(database, queue, rows, sessions):
     """Bulk insert through plain SQL, as an application might."""
-    with database.connect() as conn, conn.cursor() as cur:
+    with database.writer() as conn, conn.cursor() as cur:
         cur.execute(
             "INSERT INTO outbox.messages (message_id, destination, session_id, body) "
             "SELECT 'm' || i, %s, 's' || (i %% %s), convert_to(i::text, 'UTF8') FROM generate_series(0, %s - 1) i",
@@ -64,7 +64,6 @@ def test_kill_9_at_random_moments_loses_nothing(workdir, database, rabbitmq):
     # takes its own leases back at once instead of waiting for them to expire.
     path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq, dispatch={"in_flight": WINDOW},
                         leases={"instance_id": "kill9-host"})
-    run_cli("migrate", "-c", path)
     fill(database, queue, rows, sessions)
     rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "7")))
     daemon = Daemon(path)
@@ -104,7 +103,6 @@ def test_kill_9_duplicates_per_kill_within_in_flight_plus_twice_batch_size(workd
     path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
                         dispatch={"in_flight": in_flight, "batch_size": batch_size},
                         leases={"instance_id": "kill9-bound-host"})
-    run_cli("migrate", "-c", path)
     fill(database, queue, rows, sessions)
     rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "11")))
     daemon = Daemon(path)
@@ -139,7 +137,6 @@ def test_broker_restart_mid_run(workdir, database, rabbitmq):
     queue = unique("brokerrestart")
     path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
                         dispatch={"in_flight": WINDOW}, broker={"reconnect_max_ms": 1000})
-    run_cli("migrate", "-c", path)
     consumer = Consumer(rabbitmq, queue, credit=2000)
     daemon = Daemon(path).start()
     received = []
@@ -169,7 +166,6 @@ def test_database_restart_mid_run(workdir, database, rabbitmq):
     queue = unique("pgrestart")
     path = write_config(f"{workdir}/outboxd.yaml", database, rabbitmq,
                         dispatch={"in_flight": WINDOW}, database={"reconnect_max_ms": 1000})
-    run_cli("migrate", "-c", path)
     consumer = Consumer(rabbitmq, queue, credit=2000)
     fill(database, queue, rows, sessions)
     daemon = Daemon(path).start()

@@ -54,7 +54,6 @@ def test_database_unreachable_waits_without_spinning(workdir, database, rabbitmq
                         dispatch={"poll_interval_ms": 1000})
     queue = unique("outage")
     consumer = Consumer(rabbitmq, queue)
-    run_cli("migrate", "-c", path)
     daemon = Daemon(path).start()
     try:
         wait_until(lambda: database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL")[0][0] > 0,
@@ -69,7 +68,7 @@ def test_database_unreachable_waits_without_spinning(workdir, database, rabbitmq
         assert daemon.alive(), daemon.log()
 
         shut_out(database, allowed=True)
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, queue, "after-outage", b"x")
         assert [m.id for m in consumer.receive(1, timeout=30)] == ["after-outage"], daemon.log()
     finally:

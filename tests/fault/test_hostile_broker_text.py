@@ -16,14 +16,14 @@ def test_hostile_rejection_text_is_stored_and_logged_clean_and_bounded(workdir, 
     run_cli("migrate", "-c", path)
     daemon = Daemon(path).start()
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(10):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
         wait_until(lambda: database.query(
             "SELECT 1 FROM outbox.messages WHERE message_id = 'm0' AND status = 'parked'"), what="m0 parked")
         wait_until(lambda: pending(database) == 4, timeout=20, what="session s1 dispatched")
         # Claiming goes on after the write of the hostile text: later rows flow too.
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(10, 20):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"t{i}")
         wait_until(lambda: pending(database) == 4, timeout=20, what="later rows dispatched")
@@ -57,7 +57,7 @@ def test_header_key_with_newline_and_escape_is_escaped_in_the_log(workdir, datab
             enqueue(cur, "q", "bad-headers", b"x", headers='{"ok": 1}')
             cur.execute("UPDATE outbox.messages SET headers = %s WHERE message_id = 'bad-headers'",
                         ('{"k\\nFAKE forged line \\u001b[2J": [1]}',))
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "fine", b"y")
         wait_until(lambda: database.query(
             "SELECT 1 FROM outbox.messages WHERE message_id = 'bad-headers' AND status = 'parked'"), what="parked")
@@ -81,7 +81,7 @@ def test_hostile_connection_close_text_is_logged_clean_and_bounded(workdir, data
     run_cli("migrate", "-c", path)
     daemon = Daemon(path).start()
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(10):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
         wait_until(lambda: pending(database) == 0, timeout=20, what="all dispatched after the close")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, Peer, run_cli, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, Peer, unique, wait_until, write_config
 
 WINDOW = 500
 TTL_S, RENEW_S = 3.0, 1.0
@@ -19,7 +19,7 @@ SHORT_LEASES = {"lease_ttl_ms": 3000, "renew_interval_ms": 1000, "safety_margin_
 
 def fill(database, queue, rows, sessions, first=0):
     """Bulk insert through plain SQL; the body is the row's sequence number."""
-    with database.connect() as conn, conn.cursor() as cur:
+    with database.writer() as conn, conn.cursor() as cur:
         cur.execute(
             "INSERT INTO outbox.messages (message_id, destination, session_id, body) "
             "SELECT 'm' || i, %s, 's' || (i %% %s), convert_to(i::text, 'UTF8') FROM generate_series(%s, %s - 1) i",
@@ -60,7 +60,10 @@ def audit_leases(database):
     with database.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE public.lease_changes (partition int, old_owner text, old_expires timestamptz, "
                     "new_owner text, epoch bigint, at timestamptz)")
-        cur.execute("CREATE FUNCTION public.log_lease_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        # SECURITY DEFINER: the trigger runs in the daemon's UPDATE, and the daemon's
+        # dispatcher role may not write to this test's own table.
+        cur.execute("CREATE FUNCTION public.log_lease_change() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
+                    "AS $$ BEGIN "
                     "IF NEW.owner IS DISTINCT FROM OLD.owner THEN INSERT INTO public.lease_changes VALUES "
                     "(OLD.partition, OLD.owner, OLD.expires_at, NEW.owner, NEW.epoch, now()); END IF; "
                     "RETURN NEW; END $$")
@@ -94,7 +97,6 @@ def test_kill_9_of_one_of_three_instances_again_and_again(workdir, database, rab
     rows, sessions = 20000, 200
     queue = unique("instances-kill9")
     consumer = Consumer(rabbitmq, queue, credit=2000)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, rabbitmq))
     audit_leases(database)
     fill(database, queue, rows, sessions)
     rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "7")))
@@ -146,7 +148,6 @@ def test_sigstop_past_the_lease_then_sigcont_publishes_and_marks_nothing_it_lost
     # them: exactly what its fencing deadline must hold back.
     control = f"{workdir}/peer-a.control"
     peer_a, peer_b = Peer(workdir, "--credit", "20", "--control", control), Peer(workdir)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer_a))
     audit_leases(database)
     a = Daemon(write_config(f"{workdir}/a.yaml", database, peer_a, dispatch={"in_flight": WINDOW},
                             retention={"mode": "keep"}, leases={"instance_id": "pause-a", **SHORT_LEASES}), "pause-a")
@@ -225,7 +226,6 @@ def test_sigterm_of_one_of_three_hands_over_without_duplicates(workdir, database
     rows, sessions = 20000, 200
     queue = unique("instances-scaledown")
     consumer = Consumer(rabbitmq, queue, credit=2000)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, rabbitmq))
     audit_leases(database)
     daemons = [instance_config(workdir, database, rabbitmq, f"down-{i}").start() for i in range(3)]
     try:
@@ -259,7 +259,6 @@ def test_sigterm_of_one_of_three_hands_over_without_duplicates(workdir, database
 def test_takeover_after_kill_9_takes_about_the_lease_time(workdir, database, rabbitmq):
     queue = unique("instances-takeover")
     consumer = Consumer(rabbitmq, queue, credit=2000)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, rabbitmq))
     victim = instance_config(workdir, database, rabbitmq, "takeover-victim").start()
     heir = instance_config(workdir, database, rabbitmq, "takeover-heir").start()
     try:
@@ -314,7 +313,6 @@ def test_rows_change_only_by_the_unexpired_lease_owner_of_their_partition(workdi
     with open(control, "w") as f:
         f.write("withhold")
     peer_a, peer_b = Peer(workdir), Peer(workdir, "--credit", "100", "--control", control)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer_a))
     audit_row_changes(database, "outboxd fence-a")
     a = Daemon(write_config(f"{workdir}/a.yaml", database, peer_a, retention={"mode": "keep"},
                             leases={"instance_id": "fence-a", **SHORT_LEASES}), "fence-a")
@@ -357,7 +355,6 @@ def test_instances_joining_mid_drain_take_their_share_without_duplicates(workdir
     rows, sessions = 20000, 200
     queue = unique("instances-scaleup")
     consumer = Consumer(rabbitmq, queue, credit=2000)
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, rabbitmq))
     audit_leases(database)
     daemons = [instance_config(workdir, database, rabbitmq, "up-0").start()]
     try:

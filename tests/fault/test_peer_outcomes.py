@@ -15,13 +15,11 @@ METRICS_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metric
 
 def start(workdir, database, peer, /, **sections):
     sections.setdefault("dispatch", {}).update(backoff_initial_ms=50, backoff_max_ms=200, release_retry_ms=50)
-    path = write_config(f"{workdir}/outboxd.yaml", database, peer, **sections)
-    run_cli("migrate", "-c", path)
-    return Daemon(path).start()
+    return Daemon(write_config(f"{workdir}/outboxd.yaml", database, peer, **sections)).start()
 
 
 def fill(database, rows, sessions):
-    with database.connect() as conn, conn.cursor() as cur:
+    with database.writer() as conn, conn.cursor() as cur:
         for i in range(rows):
             enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % sessions}")
 
@@ -114,7 +112,6 @@ def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instance
     """After the park every claim must still pass over the rest of the session: claims of the same
     process woken by new rows, a restarted process, and a second instance."""
     peer = Peer(workdir, "--reject", "m0:100")
-    run_cli("migrate", "-c", write_config(f"{workdir}/migrate.yaml", database, peer))
 
     def instance(name):
         return Daemon(write_config(f"{workdir}/{name}.yaml", database, peer, retention={"mode": "keep"},
@@ -131,7 +128,7 @@ def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instance
     def more_rows_then_claims():
         """A row of each session; the other session's row going out shows that claims ran after it."""
         first = added[0]
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(first, first + 2):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
         added[0] += 2
@@ -281,7 +278,7 @@ def test_the_connection_announces_its_container_id_and_idle_timeout(workdir, dat
     path = write_config(f"{workdir}/named.yaml", database, peer, broker={"container_id": "outboxd-orders-1"})
     named = Daemon(path, name="named").start()
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "named-1", b"x")
         wait_until(lambda: remaining(database) == 0, timeout=20, what="named-1 dispatched")
     finally:
@@ -314,7 +311,7 @@ def test_retention_keep_purges_dispatched_and_cancelled_rows_after_keep_for_s(wo
     peer = Peer(workdir)
     daemon = start(workdir, database, peer, retention={"mode": "keep", "keep_for_s": 1, "purge_interval_ms": 100})
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "sent", b"x")
             cur.execute("SELECT now() + interval '1 hour'")
             enqueue(cur, "q", "called-off", b"x", due_at=cur.fetchone()[0])
@@ -337,7 +334,7 @@ def test_under_load_the_daemon_is_not_idle_and_writers_send_no_notify(workdir, d
     # well below what one writer manages on a busy machine, so that only the policy is tested.
     peer = Peer(workdir)
     daemon = start(workdir, database, peer, dispatch={"notify_max_rate": RATE})
-    listener, writer = database.connect(), database.connect()  # autocommit: every enqueue commits at once
+    listener, writer = database.connect(), database.writer()  # autocommit: every enqueue commits at once
     try:
         wait_until(lambda: database.query("SELECT bool_and(idle) FROM outbox.instances") == [(True,)],
                    timeout=20, what="the daemon idle")

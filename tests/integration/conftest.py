@@ -5,4 +5,4 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
-from harness import database, workdir  # noqa: E402,F401  (fixtures)
+from harness import database, unmigrated_database, workdir  # noqa: E402,F401  (fixtures)

@@ -18,7 +18,8 @@ def outbox_exists(database):
     return database.query("SELECT to_regclass('outbox.messages') IS NOT NULL")[0][0]
 
 
-def test_migrate_dry_run_lists_what_it_would_apply_and_changes_nothing(workdir, database):
+def test_migrate_dry_run_lists_what_it_would_apply_and_changes_nothing(workdir, unmigrated_database):
+    database = unmigrated_database
     config = config_for(workdir, database)
     dry = run_cli("migrate", "--dry-run", "-c", config)
     assert "001_outbox.sql: would apply" in dry.stdout, dry.stdout
@@ -46,7 +47,6 @@ def statuses(database):
 
 def test_status_requeue_and_skip_by_id_session_and_all_parked(workdir, database):
     config = config_for(workdir, database)
-    run_cli("migrate", "-c", config)
     parked_rows(database)
 
     report = json.loads(run_cli("status", "--json", "-c", config).stdout)
@@ -71,7 +71,8 @@ def test_version_names_the_program(workdir):
     assert run_cli("version").stdout.startswith("outboxd ")
 
 
-def test_migrate_refuses_a_schema_name_longer_than_52_bytes(workdir, database):
+def test_migrate_refuses_a_schema_name_longer_than_52_bytes(workdir, unmigrated_database):
+    database = unmigrated_database
     # config/outboxd.yaml: outbox.schema at most 52 bytes, so that <schema>_dispatcher fits in 63.
     config = write_config(f"{workdir}/outboxd.yaml", database, NO_BROKER, outbox={"schema": "s" * 53})
     refused = run_cli("migrate", "-c", config, check=False)
@@ -81,7 +82,8 @@ def test_migrate_refuses_a_schema_name_longer_than_52_bytes(workdir, database):
     run_cli("migrate", "-c", fits)
 
 
-def test_a_database_owner_with_createrole_migrates_without_being_superuser(workdir, database):
+def test_a_database_owner_with_createrole_migrates_without_being_superuser(workdir, unmigrated_database):
+    database = unmigrated_database
     # docs/sql.md: migrate needs CREATEROLE for 003_roles.sql, not a superuser.
     role = unique("migrator")
     with database.connect() as conn, conn.cursor() as cur:

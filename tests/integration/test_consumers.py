@@ -53,7 +53,7 @@ def test_single_active_consumer_keeps_session_order_across_a_handover(workdir, d
     database.query("UPDATE outbox.settings SET allowed_address_prefixes = '{/amq/queue/}'")
     daemon = Daemon(path).start()
     try:
-        with database.connect() as conn, conn.cursor() as cur:
+        with database.writer() as conn, conn.cursor() as cur:
             for i in range(per_session):
                 for s in range(sessions):
                     enqueue(cur, address, f"s{s}:{i}", f"{i}".encode(), session_id=f"s{s}")

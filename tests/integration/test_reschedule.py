@@ -168,7 +168,7 @@ def test_fire_makes_a_timeout_due_now_and_says_who_and_when(workdir, database, b
     assert message.id == "t-fire"
     assert latency < 0.1, f"sent {latency:.3f} s after outboxd fire returned"
     assert "t-fire: 1 scheduled row due now (" in fired.stdout
-    assert "by database role postgres)" in fired.stdout
+    assert f"by database role {database.dispatcher_role})" in fired.stdout
     assert session_message.id == "t-session-2"
     assert "session s-1: 1 scheduled row due now" in by_session.stdout
     assert again.returncode == 1 and "fire: 0 scheduled rows" in again.stdout
@@ -195,7 +195,9 @@ def test_documented_recipes_fire_a_timeout(workdir, database, broker):
                 cur.execute("SELECT workflow.start(%s, 'order', 'AwaitingPayment')", (workflow,))
                 cur.execute("SELECT workflow.set_timeout(%s, %s, now() + interval '1 day', %s, 'late')",
                             (workflow, f"{workflow}:payment-timeout:1", queue))
-        psql = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database.url],
+        # As the superuser, who wrote the rows (reschedule() moves only the caller's) and may read
+        # outbox.messages in the recipes' checks, which a writer may not.
+        psql = subprocess.run(["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", database.superuser_url],
                               input=documented_block("sql"), capture_output=True, text=True, timeout=60)
         assert psql.returncode == 0, psql.stderr
         assert psql.stdout.split() == ["t", "AwaitingPayment"]
@@ -203,12 +205,12 @@ def test_documented_recipes_fire_a_timeout(workdir, database, broker):
 
         recipe = {}
         exec(documented_block("python"), recipe)
-        recipe["fire_timeout"](database.url, "order-43:payment-timeout:1",
+        recipe["fire_timeout"](database.superuser_url, "order-43:payment-timeout:1",
                                "SELECT count(*) = 0 FROM outbox.messages "
                                "WHERE message_id = 'order-43:payment-timeout:1' AND status = 'pending'")
         [second] = consumer.receive(1, timeout=10)
         with pytest.raises(LookupError):  # sent, and deleted by the default retention
-            recipe["fire_timeout"](database.url, "order-43:payment-timeout:1", "SELECT true")
+            recipe["fire_timeout"](database.superuser_url, "order-43:payment-timeout:1", "SELECT true")
     finally:
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
@@ -232,7 +234,7 @@ def test_documented_node_recipe_fires_a_timeout(workdir, database, broker):
     try:
         attach(database, consumer, queue)
         schedule(database, queue, "t-node")
-        node = subprocess.run(["node", script, database.url, "t-node",
+        node = subprocess.run(["node", script, database.superuser_url, "t-node",  # as above: the rows' writer
                                "SELECT count(*) = 0 FROM outbox.messages WHERE message_id = 't-node'"],
                               capture_output=True, text=True, timeout=60)
         [message] = consumer.receive(1, timeout=10)

@@ -125,9 +125,7 @@ def notify(workdir, monkeypatch):
 
 def configure(workdir, database, broker, /, **sections):
     sections["database"] = {**FAST_DATABASE, **sections.get("database", {})}
-    path = write_config(os.path.join(workdir, "outboxd.yaml"), database, broker, **sections)
-    run_cli("migrate", "-c", path)
-    return path
+    return write_config(os.path.join(workdir, "outboxd.yaml"), database, broker, **sections)
 
 
 def max_gap(times):

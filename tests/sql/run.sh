@@ -16,7 +16,9 @@
 # Roles are cluster-wide: outbox_writer and outbox_dispatcher, and the writer
 # login roles app_a and app_b of the tests that keep writers apart (connected
 # through dblink, so they must not need a password either), are created if
-# missing and left in place.
+# missing and left in place; the LOGIN roles that hold only one group role
+# each, for tests that run as the role itself (sqltest.try_as_member), are made for
+# the run and dropped with the template.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +51,9 @@ url=${OUTBOXD_TEST_PG_URL:-}
 template="outboxd_sqltest_$$"
 cleanup() {
   if [ -z "${OUTBOXD_SQLTEST_KEEP:-}" ]; then
-    psql -X -q -d "$url" -c "DROP DATABASE IF EXISTS \"$template\" WITH (FORCE)" >/dev/null 2>&1 || true
+    psql -X -q -d "$url" -c "DROP DATABASE IF EXISTS \"$template\" WITH (FORCE)" \
+      -c "DROP ROLE IF EXISTS \"${template}_writer\"" -c "DROP ROLE IF EXISTS \"${template}_dispatcher\"" \
+      >/dev/null 2>&1 || true
   fi
   stop_scratch
 }
@@ -68,6 +72,10 @@ for script in "$root"/sql/[0-9][0-9][0-9]_*.sql; do
   in_template -c 'BEGIN' -f "$script" -c 'COMMIT' >/dev/null
 done
 in_template -c 'CREATE EXTENSION pgtap' -c 'CREATE EXTENSION dblink' -f "$here/support/helpers.sql" >/dev/null
+for group in writer dispatcher; do
+  psql -X -q -v ON_ERROR_STOP=1 -d "$url" -c "CREATE ROLE \"${template}_$group\" LOGIN IN ROLE outbox_$group" >/dev/null
+  in_template -c "INSERT INTO sqltest.login_roles VALUES ('outbox_$group', '${template}_$group')" >/dev/null
+done
 
 export OUTBOXD_SQLTEST_URL=$url OUTBOXD_SQLTEST_TEMPLATE=$template OUTBOXD_SQLTEST_ROOT=$root
 

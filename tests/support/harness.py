@@ -2,8 +2,10 @@
 
 Services come from the environment written by scripts/services.sh
 (OUTBOXD_TEST_PG_URL, OUTBOXD_TEST_RABBITMQ_URL, ...). Every test gets its own
-database (migrated with `outboxd migrate`) and its own queue names, so tests
-can run side by side against the same servers.
+database (migrated with `outboxd migrate`), its own login roles and its own
+queue names, so tests can run side by side against the same servers. outboxd
+connects as a role holding only the dispatcher group role, applications' rows
+are written by one holding only the writer group role, as deployed.
 """
 
 import os
@@ -119,23 +121,74 @@ class Consumer:
 
 
 class Database:
-    """A fresh database migrated by `outboxd migrate`."""
+    """A fresh database, migrated by `outboxd migrate` as the superuser, with two login roles
+    made for it as the README deploys them: one holding only <schema>_dispatcher, for the
+    daemon and the CLI, and one holding only <schema>_writer, for the application.
 
-    def __init__(self, workdir):
-        admin_url = require_env("OUTBOXD_TEST_PG_URL")
+    url            the dispatcher login role's URL: write_config() gives it to outboxd
+    writer_url     the writer login role's URL: writer() connects with it; tests write rows there
+    superuser_url  the superuser's URL: connect() and query(), for set-up and assertions
+
+    With migrated=False (fixture unmigrated_database) the database is left empty for tests
+    of `outboxd migrate`, and url is the superuser's: migrate needs one that may create schemas.
+    """
+
+    def __init__(self, workdir, schema="outbox", migrated=True):
+        self.admin_url = require_env("OUTBOXD_TEST_PG_URL")  # the cluster's superuser
         self.name = unique("t")
-        admin = psycopg2.connect(admin_url)
+        self.schema = schema
+        self.dispatcher_role = f"{self.name}_dispatcher"
+        self.writer_role = f"{self.name}_writer"
+        self.workdir = workdir
+        self._admin(f'CREATE DATABASE "{self.name}"')
+        self.superuser_url = self._url(None)
+        if not migrated:
+            # For tests of migrate itself, which needs a role that may create schemas.
+            self.url = self.writer_url = self.superuser_url
+            return
+        self.url = self._url(self.dispatcher_role)
+        self.writer_url = self._url(self.writer_role)
+        try:
+            self._migrate()
+            # Roles are cluster-wide: each database gets its own, dropped with it.
+            self._admin(f'CREATE ROLE "{self.dispatcher_role}" LOGIN IN ROLE "{schema}_dispatcher"',
+                        f'CREATE ROLE "{self.writer_role}" LOGIN IN ROLE "{schema}_writer"')
+        except BaseException:
+            self.drop()
+            raise
+
+    def _url(self, role):
+        """The cluster's URL pointed at this database, as `role` (None: as the superuser)."""
+        parsed = urlparse(self.admin_url)
+        netloc = parsed.netloc if role is None else f"{role}@{parsed.netloc.rpartition('@')[2]}"
+        return urlunparse(parsed._replace(netloc=netloc, path=f"/{self.name}"))
+
+    def _admin(self, *statements):
+        admin = psycopg2.connect(self.admin_url)
         admin.autocommit = True
         with admin.cursor() as cur:
-            cur.execute(f'CREATE DATABASE "{self.name}"')
+            for statement in statements:
+                cur.execute(statement)
         admin.close()
-        parsed = urlparse(admin_url)
-        self.url = urlunparse(parsed._replace(path=f"/{self.name}"))
-        self.admin_url = admin_url
-        self.workdir = workdir
+
+    def _migrate(self):
+        """`outboxd migrate` as the superuser: it creates schemas and the group roles."""
+        path = os.path.join(self.workdir, f"{self.name}-migrate.yaml")
+        with open(path, "w") as f:
+            # migrate never connects to the broker, but the config requires one.
+            f.write(f'database:\n  url: "{self.superuser_url}"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n'
+                    f'outbox:\n  schema: "{self.schema}"\n')
+        run_cli("migrate", "-c", path)
 
     def connect(self, autocommit=True):
-        conn = psycopg2.connect(self.url)
+        """A superuser session: set-up and assertions."""
+        conn = psycopg2.connect(self.superuser_url)
+        conn.autocommit = autocommit
+        return conn
+
+    def writer(self, autocommit=True):
+        """A session of the writer login role, as an application has."""
+        conn = psycopg2.connect(self.writer_url)
         conn.autocommit = autocommit
         return conn
 
@@ -145,22 +198,22 @@ class Database:
             return cur.fetchall() if cur.description else None
 
     def drop(self):
-        admin = psycopg2.connect(self.admin_url)
-        admin.autocommit = True
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-        admin.close()
+        self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)',
+                    f'DROP ROLE IF EXISTS "{self.dispatcher_role}"',
+                    f'DROP ROLE IF EXISTS "{self.writer_role}"')
 
 
 def write_config(path, database, broker, /, **sections):
     """Writes an outboxd YAML config; `sections` override keys, e.g. dispatch={"max_attempts": 3}."""
     doc = {
-        "database": {"url": database.url},
+        "database": {"url": database.url},  # the dispatcher login role, as deployed
         "broker": {"url": broker.url, "profile": broker.profile},
         "log": {"level": "debug" if os.environ.get("OUTBOXD_TEST_DEBUG") else "info"},
     }
     if broker.user:
         doc["broker"].update(username=broker.user, password=broker.password)
+    if getattr(database, "schema", "outbox") != "outbox":
+        doc["outbox"] = {"schema": database.schema}
     for section, values in sections.items():
         doc.setdefault(section, {}).update(values)
     lines = []
@@ -245,6 +298,13 @@ def workdir():
 @pytest.fixture
 def database(workdir):
     db = Database(workdir)
+    yield db
+    db.drop()
+
+
+@pytest.fixture
+def unmigrated_database(workdir):
+    db = Database(workdir, migrated=False)
     yield db
     db.drop()
 

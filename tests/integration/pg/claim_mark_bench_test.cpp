@@ -46,7 +46,8 @@ TEST_CASE("claim and mark 100k rows at batch 500", "[pg][.bench]") {
   constexpr int kRows = 100000;
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   REQUIRE(store.prepare().ok());
   lease_all(connection);
   for (const auto mode : {config::RetentionMode::keep, config::RetentionMode::delete_rows}) {

@@ -1,4 +1,5 @@
 // Connection against a real server: settings, parameters, error kinds, prepared statements, reconnects.
+// The superuser's sessions: these test the libpq adapter, not what a role may do.
 #include <catch2/catch.hpp>
 
 #include <limits>

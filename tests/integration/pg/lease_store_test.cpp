@@ -25,7 +25,8 @@ std::vector<Lease> must_acquire(LeaseStore& store, const std::string& instance, 
 TEST_CASE("one instance takes every partition and keeps its epochs while it holds them", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  LeaseStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  LeaseStore store(daemon, "outbox");
   REQUIRE(store.register_instance("a").ok());
 
   const auto first = must_acquire(store, "a", milliseconds(15000));
@@ -56,7 +57,8 @@ TEST_CASE("one instance takes every partition and keeps its epochs while it hold
 TEST_CASE("expired or released leases go to the next taker with a higher epoch", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  LeaseStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  LeaseStore store(daemon, "outbox");
   REQUIRE(store.register_instance("a").ok());
   REQUIRE(store.register_instance("b").ok());
 
@@ -86,7 +88,8 @@ TEST_CASE("expired or released leases go to the next taker with a higher epoch",
 TEST_CASE("instances register, beat with each lease call, and deregister", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  LeaseStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  LeaseStore store(daemon, "outbox");
   REQUIRE(store.register_instance("a").ok());
   must(connection, "UPDATE outbox.instances SET heartbeat_at = now() - interval '1 hour', idle = true");
   REQUIRE(store.register_instance("a").ok());  // a restart under the same id
@@ -100,8 +103,9 @@ TEST_CASE("instances register, beat with each lease call, and deregister", "[pg]
 
 TEST_CASE("two instances racing for free partitions never both win one", "[pg][lease]") {
   ScratchDatabase db;
-  Connection first = db.migrated();
-  Connection second = db.connect("second");
+  Connection setup = db.migrated();
+  Connection first = db.dispatcher("first");
+  Connection second = db.dispatcher("second");
   LeaseStore a(first, "outbox");
   LeaseStore b(second, "outbox");
   std::vector<Lease> won_a;
@@ -131,7 +135,8 @@ std::size_t over_share(const std::vector<Lease>& leases) {
 TEST_CASE("balance shares partitions among live instances; the surplus drains, then is released", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  LeaseStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  LeaseStore store(daemon, "outbox");
   const milliseconds ttl(15000);
 
   const auto alone = must_balance(store, "a", ttl);
@@ -165,7 +170,8 @@ TEST_CASE("balance shares partitions among live instances; the surplus drains, t
 TEST_CASE("balance takes over expired leases and forgets long-silent instances", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  LeaseStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  LeaseStore store(daemon, "outbox");
   REQUIRE(must_balance(store, "a", milliseconds(15000)).size() == 8);
   // a stops beating and its leases run out.
   must(connection, "UPDATE outbox.leases SET expires_at = now() - interval '1 second'");
@@ -181,8 +187,9 @@ TEST_CASE("balance takes over expired leases and forgets long-silent instances",
 
 TEST_CASE("two instances balancing at once never both take a partition", "[pg][lease]") {
   ScratchDatabase db;
-  Connection first = db.migrated();
-  Connection second = db.connect("second");
+  Connection setup = db.migrated();
+  Connection first = db.dispatcher("first");
+  Connection second = db.dispatcher("second");
   LeaseStore a(first, "outbox");
   LeaseStore b(second, "outbox");
   for (int round = 0; round < 20; ++round) {

@@ -1,4 +1,7 @@
 // migrate against a real database: fresh install, re-run, dry run, concurrency, edited and newer scripts.
+//
+// As the superuser on purpose: `outboxd migrate` creates schemas and roles, which
+// the dispatcher role may not (the deployment runs it as the database's owner).
 #include <catch2/catch.hpp>
 
 #include <thread>

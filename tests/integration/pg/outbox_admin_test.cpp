@@ -13,7 +13,8 @@ using namespace outboxd::pg::testing;
 TEST_CASE("status counts rows per destination and in total", "[pg][admin]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection cli = db.dispatcher("cli");
+  OutboxStore store(cli, "outbox");
   insert(connection, {"due-1", "s", "now() - interval '10 seconds'", "now() - interval '10 seconds'"});
   insert(connection, {"due-2", "s"});
   insert(connection, {"later", "s", "now()", "now() + interval '1 hour'"});
@@ -43,16 +44,17 @@ TEST_CASE("status counts rows per destination and in total", "[pg][admin]") {
 
 TEST_CASE("requeue and skip change parked rows only, and wake dispatchers", "[pg][admin]") {
   ScratchDatabase db;
-  Connection cli = db.migrated();
-  Connection daemon = db.connect("daemon");
+  Connection setup = db.migrated();
+  Connection cli = db.dispatcher("cli");
+  Connection daemon = db.dispatcher("daemon");
   OutboxStore admin(cli, "outbox");
   OutboxStore store(daemon, "outbox");
   REQUIRE(store.listen().ok());
-  insert(cli, {"p1", "s", "now()", "now()", "parked"});
-  insert(cli, {"p2", "t", "now()", "now()", "parked"});
-  insert(cli, {"p3", "u", "now()", "now()", "parked"});
-  insert(cli, {"pending", "v"});
-  must(cli, "UPDATE outbox.messages SET attempts = 10, last_error = 'rejected: bad' WHERE status = 'parked'");
+  insert(setup, {"p1", "s", "now()", "now()", "parked"});
+  insert(setup, {"p2", "t", "now()", "now()", "parked"});
+  insert(setup, {"p3", "u", "now()", "now()", "parked"});
+  insert(setup, {"pending", "v"});
+  must(setup, "UPDATE outbox.messages SET attempts = 10, last_error = 'rejected: bad' WHERE status = 'parked'");
 
   auto not_parked = admin.requeue("pending");
   REQUIRE(not_parked.ok());
@@ -69,7 +71,7 @@ TEST_CASE("requeue and skip change parked rows only, and wake dispatchers", "[pg
   auto woken = daemon.consume_input_and_notifications();
   REQUIRE(woken.ok());
   CHECK(woken.value());
-  const Rows p1 = must(cli, "SELECT status, attempts, next_attempt_at FROM outbox.messages WHERE message_id = 'p1'");
+  const Rows p1 = must(setup, "SELECT status, attempts, next_attempt_at FROM outbox.messages WHERE message_id = 'p1'");
   CHECK(p1.text(0, 0) == "pending");
   CHECK(p1.int64(0, 1) == 0);
   CHECK(p1.is_null(0, 2));
@@ -77,7 +79,7 @@ TEST_CASE("requeue and skip change parked rows only, and wake dispatchers", "[pg
   auto skipped = admin.skip("p2");
   REQUIRE(skipped.ok());
   CHECK(skipped.value() == 1);
-  const Rows p2 = must(cli, "SELECT status, cancelled_at IS NOT NULL, last_error FROM outbox.messages "
+  const Rows p2 = must(setup, "SELECT status, cancelled_at IS NOT NULL, last_error FROM outbox.messages "
                             "WHERE message_id = 'p2'");
   CHECK(p2.text(0, 0) == "cancelled");
   CHECK(p2.boolean(0, 1));

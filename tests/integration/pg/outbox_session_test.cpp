@@ -32,7 +32,8 @@ std::string plan(Connection& connection, const std::string& statement) {
 
 TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][store]") {
   ScratchDatabase db;
-  Connection daemon = db.migrated();
+  db.migrated();
+  Connection daemon = db.dispatcher();
   Connection writer = db.connect("writer");
   OutboxStore store(daemon, "outbox");
   REQUIRE(store.prepare().ok());
@@ -66,7 +67,8 @@ TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][sto
 TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   REQUIRE(store.prepare().ok());
   // A realistic table: mostly finished rows, a few pending, parked and scheduled ones.
   must(connection,
@@ -86,31 +88,31 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   // The plan built for these values, and the generic plan a prepared
   // statement settles on after five executions.
   const std::string mode = GENERATE(as<std::string>{}, "auto", "force_generic_plan");
-  must(connection, "SET plan_cache_mode = " + mode);
+  must(daemon, "SET plan_cache_mode = " + mode);
   INFO("plan_cache_mode " << mode);
   const std::string known = "'{3,4,5}'";
   const std::string immediate =
-      plan(connection, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + ")");
+      plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + ")");
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_due_session_idx"));
   CHECK_THAT(immediate, Catch::Contains("NOT (hashed SubPlan"));  // one hash of the known rows, not a scan per row
   const std::string scheduled =
-      plan(connection, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + ")");
+      plan(daemon, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + ")");
   INFO(scheduled);
   CHECK_THAT(scheduled, Catch::Contains("messages_scheduled_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_blocked_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_due_session_idx"));
   CHECK_THAT(scheduled, Catch::Contains("NOT (hashed SubPlan"));
-  const std::string next_due = plan(connection, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
+  const std::string next_due = plan(daemon, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
   INFO(next_due);
   CHECK_THAT(next_due, Catch::Contains("messages_scheduled_idx"));
   CHECK_THAT(next_due, Catch::Contains("messages_blocked_idx"));
-  const std::string purge = plan(connection, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
+  const std::string purge = plan(daemon, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
   INFO(purge);
   CHECK_THAT(purge, Catch::Contains("messages_finished_idx"));
-  const std::string mark = plan(connection, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
+  const std::string mark = plan(daemon, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
   INFO(mark);
   CHECK_THAT(mark, Catch::Contains("messages_pkey"));
 }

@@ -34,7 +34,8 @@ using Ids = std::vector<core::RowId>;
 TEST_CASE("claim returns due rows of both kinds in id order with every column", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   REQUIRE(store.prepare().ok());
 
   const core::RowId full = must(connection,
@@ -83,7 +84,8 @@ TEST_CASE("claim returns due rows of both kinds in id order with every column", 
 TEST_CASE("claim reads bodies and numbers byte for byte (binary format)", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   // Every byte value, then a body of 100 kB; the largest ttl and a creation
   // time before 1970 check 8-byte integers and their sign.
   const core::RowId bytes = must(connection,
@@ -117,7 +119,8 @@ TEST_CASE("claim reads bodies and numbers byte for byte (binary format)", "[pg][
 TEST_CASE("claim cuts both batches at the last id of a full one", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const std::string past = "now() - interval '1 minute'";
   const std::string due = "now() - interval '1 second'";
   const core::RowId i1 = insert(connection, {"i1", "a"});
@@ -138,7 +141,8 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   ScratchDatabase db;
   Connection connection = db.migrated();
   lease_all(connection);
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const std::string created = "now() - interval '2 hours'";
   // Session a: two due timeouts, the later id due first, then a plain row.
   const core::RowId t1 = insert(connection, {"t1", "a", created, "now() - interval '1 second'"});
@@ -174,7 +178,8 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
 TEST_CASE("claim leaves out the rows the caller holds, and they do not fill its batches", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const std::string created = "now() - interval '2 hours'";
   Ids rows;
   for (int i = 1; i <= 4; ++i) rows.push_back(insert(connection, {"r" + std::to_string(i), "s" + std::to_string(i)}));
@@ -199,7 +204,8 @@ TEST_CASE("claim leaves out the rows the caller holds, and they do not fill its 
 TEST_CASE("claim says how long each row has been due, by the database's clock", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const core::RowId written = insert(connection, {"written", "a", "now() - interval '1 hour'", "now() - interval '1 hour'"});
   const core::RowId timeout = insert(connection, {"timeout", "b", "now() - interval '1 hour'", "now() - interval '2 seconds'"});
   TestRow retried{"retried", "c", "now() - interval '1 hour'", "now() - interval '1 hour'"};
@@ -222,7 +228,8 @@ TEST_CASE("claim says how long each row has been due, by the database's clock", 
 TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const std::string created = "now() - interval '2 hours'";
   const core::RowId due_recently = insert(connection, {"recent", "a", created, "now() - interval '1 second'"});
   const core::RowId due_long_ago = insert(connection, {"long-ago", "b", created, "now() - interval '1 hour'"});
@@ -233,7 +240,8 @@ TEST_CASE("scheduled rows are claimed earliest due first", "[pg][store]") {
 TEST_CASE("no scheduled row is claimed before its due_at, however often the claim runs", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   // Claims every 20 ms, as a daemon busy with immediate rows makes them: each
   // must leave a scheduled row alone until its due_at, by the database's clock
   // (on this machine the same clock as ours).
@@ -259,7 +267,8 @@ TEST_CASE("no scheduled row is claimed before its due_at, however often the clai
 TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const core::RowId id = insert(connection, {"only", "session-x"});
   const int partition =
       static_cast<int>(must(connection, "SELECT partition FROM outbox.messages WHERE id = $1", {std::to_string(id)})
@@ -282,7 +291,8 @@ TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
 TEST_CASE("a parked or backing-off row holds back later rows of its own session only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const core::RowId before_park = insert(connection, {"p0", "parked-session"});
   insert(connection, {"p1", "parked-session", "now()", "now()", "parked"});
   insert(connection, {"p2", "parked-session"});
@@ -308,7 +318,8 @@ TEST_CASE("a parked or backing-off row holds back later rows of its own session 
 TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   lease_all(connection);
   const core::RowId a = insert(connection, {"a", "s"});
   const core::RowId b = insert(connection, {"b", "s"});
@@ -337,7 +348,8 @@ TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]"
 TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   lease_all(connection);
   const core::RowId retry = insert(connection, {"retry", "s1"});
   const core::RowId later_in_session = insert(connection, {"retry-next", "s1"});
@@ -377,7 +389,8 @@ TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][s
 TEST_CASE("marks and failures leave rows of partitions not leased unexpired by the owner", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   const core::RowId row = insert(connection, {"fenced", "s"});
   // Expired, then another owner's: a paused instance must change nothing.
   must(connection, "UPDATE outbox.leases SET owner = 'zombie', expires_at = now() - interval '1 second'");
@@ -400,7 +413,8 @@ TEST_CASE("marks and failures leave rows of partitions not leased unexpired by t
 TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   auto nothing = store.time_to_next_due(all_partitions());
   REQUIRE(nothing.ok());
   CHECK_FALSE(nothing.value().has_value());
@@ -444,7 +458,8 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
 TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   for (int i = 0; i < 5; ++i) {
     insert(connection, {"old-" + std::to_string(i), std::nullopt, "now() - interval '3 days'",
                         "now() - interval '3 days'", "dispatched", "NULL",
@@ -473,7 +488,8 @@ TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][stor
 TEST_CASE("open_transactions lists writers still open; still_open drops those that ended", "[pg][store][wakeup]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   Connection writer = db.connect();
   must(writer, "BEGIN");
   const std::string xid(must(writer, "SELECT pg_current_xact_id()::xid::text").text(0, 0));
@@ -498,7 +514,8 @@ TEST_CASE("open_transactions lists a transaction that has not written yet, not o
           "[pg][store][wakeup]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
-  OutboxStore store(connection, "outbox");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
   auto contains = [](const std::vector<std::string>& ids, const std::string& id) {
     return std::find(ids.begin(), ids.end(), id) != ids.end();
   };
@@ -516,10 +533,10 @@ TEST_CASE("open_transactions lists a transaction that has not written yet, not o
   REQUIRE(open.ok());
   CHECK(contains(open.value(), vxid));
   CHECK_FALSE(contains(open.value(), other_vxid));
-  must(connection, "BEGIN");
-  const std::string caller_vxid(must(connection, own_vxid).text(0, 0));
+  must(daemon, "BEGIN");
+  const std::string caller_vxid(must(daemon, own_vxid).text(0, 0));
   auto during = store.open_transactions();
-  must(connection, "COMMIT");
+  must(daemon, "COMMIT");
   REQUIRE(during.ok());
   CHECK_FALSE(contains(during.value(), caller_vxid));
 
@@ -540,10 +557,9 @@ TEST_CASE("a session in the dispatcher role alone runs every statement of the di
   const core::RowId deleted = insert(setup, {"deleted", "d"});
   insert(setup, {"old", std::nullopt, "now() - interval '3 days'", "now() - interval '3 days'", "dispatched", "NULL",
                  "now() - interval '2 days'"});
-  // The role is taken before the first statement: each is planned and run with
-  // its privileges only, as for a login role that holds nothing else.
-  Connection connection = db.connect();
-  must(connection, "SET ROLE outbox_dispatcher");
+  // A session of a login role that holds nothing else, from its first statement:
+  // nothing planned with more privileges can hide a missing grant.
+  Connection connection = db.dispatcher();
   OutboxStore store(connection, "outbox");
   REQUIRE(store.prepare().ok());
   CHECK(claim_ids(store).size() == 4);

@@ -1,4 +1,5 @@
 // Connection behind a pooler, checked on the server itself: what a session keeps, and what each transaction sets.
+// The superuser's sessions: these test the libpq adapter behind a pooler, not what a role may do.
 #include <catch2/catch.hpp>
 
 #include <atomic>

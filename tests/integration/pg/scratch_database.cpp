@@ -36,6 +36,19 @@ std::string with_database(const std::string& url, const std::string& database) {
   return url + " dbname=" + database;
 }
 
+// The URL with another user: the URI's userinfo, or a conninfo's user.
+std::string with_user(const std::string& url, const std::string& user) {
+  for (const char* scheme : {"postgresql://", "postgres://"}) {
+    if (url.rfind(scheme, 0) != 0) continue;
+    const std::size_t authority = std::string(scheme).size();
+    const std::size_t end = url.find_first_of("/?", authority);
+    const std::size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
+    const std::size_t host = at == std::string::npos || at < authority ? authority : at + 1;
+    return url.substr(0, authority) + user + "@" + url.substr(host);
+  }
+  return url + " user=" + user;
+}
+
 std::string unique_name() {
   static std::atomic<int> counter{0};
   std::random_device random;
@@ -59,14 +72,17 @@ Connection ScratchDatabase::admin() {
   return std::move(connection).value();
 }
 
-ScratchDatabase::ScratchDatabase() : name_(unique_name()), url_(with_database(admin_url(), name_)) {
+ScratchDatabase::ScratchDatabase()
+    : name_(unique_name()), url_(with_database(admin_url(), name_)), dispatcher_role_(name_ + "_dispatcher") {
   Connection connection = admin();
   must(connection, "CREATE DATABASE " + quote_ident(name_));
 }
 
 ScratchDatabase::~ScratchDatabase() {
   auto connection = Connection::open(config_for(admin_url()), "outboxd-test-admin");
-  if (connection) (void)connection.value().exec("DROP DATABASE IF EXISTS " + quote_ident(name_) + " WITH (FORCE)");
+  if (!connection) return;
+  (void)connection.value().exec("DROP DATABASE IF EXISTS " + quote_ident(name_) + " WITH (FORCE)");
+  (void)connection.value().exec("DROP ROLE IF EXISTS " + quote_ident(dispatcher_role_));
 }
 
 config::DatabaseConfig ScratchDatabase::config() const { return config_for(url_); }
@@ -87,7 +103,21 @@ Connection ScratchDatabase::migrated(const MigrateOptions& options) const {
   Connection connection = connect();
   auto report = migrate(connection, options);
   if (!report) FAIL("migrate: " << report.error().message);
+  if (!dispatcher_created_) {
+    must(connection, "CREATE ROLE " + quote_ident(dispatcher_role_) + " LOGIN");
+    dispatcher_created_ = true;
+  }
+  must(connection, "GRANT " + quote_ident(options.schema + "_dispatcher") + " TO " + quote_ident(dispatcher_role_));
   return connection;
+}
+
+Connection ScratchDatabase::dispatcher(const std::string& application_name) const {
+  if (!dispatcher_created_) FAIL("dispatcher() before migrated(): the group role does not exist yet");
+  auto connection = Connection::open(config_for(with_user(url_, dispatcher_role_)), application_name);
+  if (!connection) {
+    FAIL("cannot connect to " << name_ << " as " << dispatcher_role_ << ": " << connection.error().message);
+  }
+  return std::move(connection).value();
 }
 
 Rows must(Connection& connection, const std::string& sql) {

@@ -21,6 +21,36 @@ BEGIN
 END
 $$;
 
+-- The login roles run.sh made for this run, each holding only its group role.
+CREATE TABLE sqltest.login_roles (group_role text PRIMARY KEY, login_role text NOT NULL);
+
+-- Runs command in a new session of the login role that holds only group_role
+-- and returns 'ok' or the SQLSTATE it raised. A fresh session, not SET ROLE
+-- here: nothing planned or cached by a more privileged role can hide a missing
+-- grant. The command commits; if it returns rows, they have one column.
+CREATE FUNCTION sqltest.try_as_member(group_role text, command text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  login text := (SELECT l.login_role FROM sqltest.login_roles l WHERE l.group_role = try_as_member.group_role);
+  outcome text := 'ok';
+BEGIN
+  IF login IS NULL THEN
+    RAISE EXCEPTION 'no login role for %: run the file through tests/sql/run.sh', group_role;
+  END IF;
+  -- A later keyword wins in a conninfo string.
+  PERFORM dblink_connect('sqltest_member', sqltest.conninfo() || format(' user=%s', login));
+  BEGIN
+    PERFORM * FROM dblink('sqltest_member', command) AS t(r text);
+  EXCEPTION WHEN OTHERS THEN
+    outcome := SQLSTATE;  -- dblink raises the remote error's SQLSTATE
+  END;
+  PERFORM dblink_disconnect('sqltest_member');
+  RETURN outcome;
+END
+$$;
+
 -- The plan of query, one line per row, without costs.
 CREATE FUNCTION sqltest.explain(query text)
 RETURNS text

@@ -216,6 +216,27 @@ TEST_CASE("Run loop: past shutdown_timeout it exits 0 and leaves unconfirmed row
   CHECK(f.database.status(id) == Status::pending);
 }
 
+TEST_CASE("Run loop: a mark refused for a missing privilege ends the loop with exit code 78, publishing no more",
+          "[daemon][run_loop]") {
+  auto config = test_config();
+  config.dispatch.batch_size = 2;  // the two outcomes make a full batch: marked in the turn they arrive
+  LoopFixture f(config);
+  f.broker.hold = true;
+  const auto a = f.database.insert("s");
+  const auto b = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
+  f.database.fail_mark = core::Error{core::ErrorKind::forbidden, "permission denied for table messages"};
+  f.broker.answer_held(DeliveryOutcome::accepted);
+  const auto c = f.database.insert();
+  int turns = 0;
+  while (f.loop.iterate() && ++turns < 100) {
+  }
+  CHECK(f.loop.finish() == 78);
+  CHECK(f.database.status(a) == Status::pending);
+  CHECK(f.database.status(b) == Status::pending);
+  CHECK(f.broker.times_sent(c) == 0);
+}
+
 TEST_CASE("Run loop: a fatal database error ends the loop with exit code 1", "[daemon][run_loop]") {
   LoopFixture f;
   f.database.connect_error = core::fatal_error("password authentication failed");

@@ -28,7 +28,7 @@ TEST_CASE("classify maps SQLSTATE codes to what the caller should do", "[pg]") {
       {"57014", ErrorKind::transient},  // statement timeout
       {"25006", ErrorKind::transient},  // read-only transaction (standby)
       {"", ErrorKind::transient},       // libpq: connection lost
-      {"42501", ErrorKind::fatal},      // insufficient privilege
+      {"42501", ErrorKind::forbidden},  // insufficient privilege: exit as a configuration error
       {"42P01", ErrorKind::fatal},      // undefined table
       {"42883", ErrorKind::fatal},      // undefined function
       {"42601", ErrorKind::fatal},      // syntax error (class 42)
@@ -60,6 +60,12 @@ TEST_CASE("classify does not match a class prefix on malformed codes", "[pg]") {
 }
 
 TEST_CASE("a lost connection during a commit leaves the outcome unknown", "[pg]") {
+  SECTION("a missing privilege on a commit: refused, not unknown, the session lives on") {
+    const Failure f = make_failure("42501", "permission denied for function text_ok", false, true);
+    CHECK(f.kind == ErrorKind::forbidden);
+    CHECK_FALSE(f.outcome_unknown);
+    CHECK_FALSE(f.connection_lost);
+  }
   SECTION("definite error from a live session: failed, not unknown") {
     const Failure f = make_failure("23505", "duplicate", false, true);
     CHECK(f.kind == ErrorKind::rejected);
