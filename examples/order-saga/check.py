@@ -30,7 +30,7 @@ def load(cur):
 
 
 def check(cur, orders, placed=None):
-    """Returns (problems, unfinished, states) of the given order ids: wrong ones, ones under way, a count per final state.
+    """Returns (problems, unfinished, states) of the given order ids: wrong, under way, a count per final state.
 
     placed: the ids of every order placed (default: orders); a workflow of another id is wrong.
     """

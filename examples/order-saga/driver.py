@@ -186,7 +186,7 @@ http:
         return self.order_ids()[self.args.orders:]
 
     def place_transfers(self):
-        """OrderPlaced for the orders after order-N, paid by bank transfer: the saga gives them a deadline in an hour."""
+        """OrderPlaced for the orders after order-N, paid by bank transfer: the saga gives them an hour to pay."""
         conn = psycopg2.connect(self.url(self.app_role))
         with conn, conn.cursor() as cur:
             for order in self.transfer_ids():
