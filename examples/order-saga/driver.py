@@ -13,8 +13,8 @@ to kill with SIGKILL (and starts it again), waits until every order is final, ch
 each one (check.py) and prints the counts. Exit status 0 when every order is right.
 
 It also places a few orders paid by bank transfer, which never comes and whose
-deadline is an hour away, and fires their timeouts at once with outbox.reschedule(),
-as the saga's login role (the writer of the timeout rows): they must end cancelled,
+deadline is an hour away, and once the other orders are final fires their timeouts
+at once with outbox.reschedule(), as the saga's login role (the writer of the timeout rows): they must end cancelled,
 their stock released, within --fire-within seconds.
 """
 
@@ -197,7 +197,7 @@ http:
         conn.close()
 
     def fire_transfer_timeouts(self):
-        """Moves the transfer orders' timeouts to now, as the saga's role; returns how long until all were cancelled."""
+        """Moves the transfer orders' timeouts to now as the saga's role; true if all end cancelled in time."""
         orders = self.transfer_ids()
         armed = "SELECT count(*) FROM workflow.instances WHERE id = ANY(%s) AND status = 'AwaitingPayment'" \
                 " AND timeout_message_id = id || ':payment-timeout:1' AND timeout_due_at > now() + interval '1 minute'"
@@ -224,7 +224,7 @@ http:
               + ", ".join(f"{k} {v}" for k, v in sorted(states.items())))
         for line in problems[:20] + unfinished[:20]:
             print("  " + line)
-        return states == {"cancelled, never paid": len(orders)}
+        return states == {"cancelled, never paid": len(orders)} and elapsed <= self.args.fire_within
 
     def query(self, sql, params):
         conn = psycopg2.connect(self.url())
@@ -234,19 +234,19 @@ http:
         conn.close()
         return value
 
-    def settle(self, timeout_s):
-        """Waits until every order is final and stays so; returns check()'s last answer."""
+    def settle(self, timeout_s, orders=None):
+        """Waits until the orders (default: all) are final and stay so; returns check()'s last answer."""
         deadline = time.monotonic() + timeout_s
         while True:
             for p in self.processes:
                 if not p.alive():
                     raise SystemExit(f"{p.name} exited: see {p.log_path}")
-            problems, unfinished, states = self.check()
+            problems, unfinished, states = self.check(orders)
             if problems or time.monotonic() > deadline:
                 return problems, unfinished, states
             if not unfinished:
                 time.sleep(2.0)  # a late duplicate would show now
-                return self.check()
+                return self.check(orders)
             time.sleep(0.5)
 
     def check(self, orders=None):
@@ -344,6 +344,8 @@ def main(argv):
         run.set_up()
         run.start()
         kills = run.run()
+        # Quiet first, so that the time to cancel the transfer orders is not spent behind a backlog.
+        run.settle(args.settle_timeout, run.order_ids()[:args.orders])
         fired = run.fire_transfer_timeouts()
         ok = run.report(kills, *run.settle(args.settle_timeout)) and fired
         if args.keep:
