@@ -1,4 +1,4 @@
-"""The order saga example (examples/order-saga) under SIGKILLs: 1,000 orders, each ends right; five timeouts fired now."""
+"""The order saga example (examples/order-saga) under SIGKILLs: 1,000 orders, each ends right; timeouts fired now."""
 
 import os
 import subprocess
