@@ -29,12 +29,14 @@ def load(cur):
     return workflows, timeouts, compensations, stock, payments
 
 
-def check(cur, orders):
-    """Returns (problems, unfinished, states): wrong orders, orders still under way, and a count per final state."""
+def check(cur, orders, placed=None):
+    """Returns (problems, unfinished, states) of the given order ids: wrong, under way, a count per final state.
+
+    placed: the ids of every order placed (default: orders); a workflow of another id is wrong.
+    """
     workflows, timeouts, compensations, stock, payments = load(cur)
     problems, unfinished, states = [], [], Counter()
-    for n in range(1, orders + 1):
-        order = f"order-{n}"
+    for order in orders:
         if order not in workflows:
             unfinished.append(f"{order}: not started")
             continue
@@ -47,7 +49,7 @@ def check(cur, orders):
         unfinished += [f"{order} ({status}): {u}" for u in open_]
         if not wrong and not open_:
             states[final_state(status, moves)] += 1
-    extra = set(workflows) - {f"order-{n}" for n in range(1, orders + 1)}
+    extra = set(workflows) - set(placed or orders)
     problems += [f"{w}: a workflow nobody ordered" for w in sorted(extra)]
     return problems, unfinished, states
 

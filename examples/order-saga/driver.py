@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Runs the order saga end to end on running PostgreSQL and RabbitMQ: database, roles, outboxd, the saga, orders, checks.
 
-Usage: driver.py --language python|node --outboxd PATH [--orders N] [--outboxd-kills K] [--saga-kills K] [--keep]
+Usage: driver.py --language python|node --outboxd PATH [--orders N] [--transfer-orders N] [--outboxd-kills K]
+                 [--saga-kills K] [--keep]
 
 Services come from the environment scripts/services.sh writes (OUTBOXD_TEST_PG_URL,
 a superuser; OUTBOXD_TEST_RABBITMQ_URL, _USER, _PASSWORD). It creates a database
@@ -10,6 +11,11 @@ outbox_dispatcher), migrates with `outboxd migrate`, starts outboxd, the stock a
 payment services and two saga processes, places the orders, kills what it is told
 to kill with SIGKILL (and starts it again), waits until every order is final, checks
 each one (check.py) and prints the counts. Exit status 0 when every order is right.
+
+It also places a few orders paid by bank transfer, which never comes and whose
+deadline is an hour away, and once the other orders are final fires their timeouts
+at once with outbox.reschedule(), as the saga's login role (the writer of the timeout rows): they must end cancelled,
+their stock released, within --fire-within seconds.
 """
 
 import argparse
@@ -29,6 +35,8 @@ import psycopg2
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check  # noqa: E402  (next to this file)
+
+TRANSFER_TIMEOUT_MS = 3600000  # an hour: without outbox.reschedule() the run would wait for it
 
 COMMANDS = {
     "python": ["/usr/bin/python3", os.path.join(HERE, "python", "order_saga.py")],
@@ -134,6 +142,7 @@ http:
                         ORDER_SAGA_AMQP_USER=os.environ.get("OUTBOXD_TEST_RABBITMQ_USER", ""),
                         ORDER_SAGA_AMQP_PASSWORD=os.environ.get("OUTBOXD_TEST_RABBITMQ_PASSWORD", ""),
                         ORDER_SAGA_PREFIX=prefix, ORDER_SAGA_PAYMENT_TIMEOUT_MS=str(self.args.payment_timeout_ms),
+                        ORDER_SAGA_TRANSFER_TIMEOUT_MS=str(TRANSFER_TIMEOUT_MS),
                         ORDER_SAGA_LATE_RATE=str(self.args.late_rate),
                         ORDER_SAGA_ABANDON_RATE=str(self.args.abandon_rate))
 
@@ -149,6 +158,7 @@ http:
 
     def run(self):
         """Places the orders while the kills happen; returns the kill counts."""
+        self.place_transfers()
         placer = self.language_process("place", "place", str(self.args.orders), str(self.args.per_second)).start()
         placing_s = self.args.orders / self.args.per_second
         kills = {"outboxd": 0, "saga": 0}
@@ -169,25 +179,80 @@ http:
             raise SystemExit(f"placing orders failed: see {placer.log_path}")
         return kills
 
-    def settle(self, timeout_s):
-        """Waits until every order is final and stays so; returns check()'s last answer."""
+    def order_ids(self):
+        return [f"order-{n}" for n in range(1, self.args.orders + self.args.transfer_orders + 1)]
+
+    def transfer_ids(self):
+        return self.order_ids()[self.args.orders:]
+
+    def place_transfers(self):
+        """OrderPlaced for the orders after order-N, paid by bank transfer: the saga gives them an hour to pay."""
+        conn = psycopg2.connect(self.url(self.app_role))
+        with conn, conn.cursor() as cur:
+            for order in self.transfer_ids():
+                cur.execute("SELECT outbox.enqueue(%s, %s, %s::jsonb, subject => 'OrderPlaced', session_id => %s,"
+                            " correlation_id => %s)", (f"{self.env['ORDER_SAGA_PREFIX']}.orders", f"{order}:placed",
+                                                        json.dumps({"orderId": order, "amount": 1000,
+                                                                    "payment": "transfer"}), order, order))
+        conn.close()
+
+    def fire_transfer_timeouts(self):
+        """Moves the transfer orders' timeouts to now as the saga's role; true if all end cancelled in time."""
+        orders = self.transfer_ids()
+        armed = "SELECT count(*) FROM workflow.instances WHERE id = ANY(%s) AND status = 'AwaitingPayment'" \
+                " AND timeout_message_id = id || ':payment-timeout:1' AND timeout_due_at > now() + interval '1 minute'"
+        wait(lambda: self.query(armed, (orders,)) == len(orders), 30, "the transfer orders' timeouts armed")
+        # reschedule() moves only the caller's own rows: the saga (this login role) wrote the timeouts.
+        conn = psycopg2.connect(self.url(self.app_role))
+        conn.autocommit = True  # each move commits at once, so outboxd sees it
+        with conn.cursor() as cur:
+            began = time.monotonic()
+            for order in orders:
+                cur.execute("SELECT outbox.reschedule(%s, now())", (f"{order}:payment-timeout:1",))
+                moved = cur.fetchone()[0]
+                if moved is not True:
+                    raise SystemExit(f"outbox.reschedule({order}:payment-timeout:1) returned {moved}, not true")
+        conn.close()
+        deadline = began + self.args.fire_within
+        while True:
+            problems, unfinished, states = self.check(orders)
+            if problems or not unfinished or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        elapsed = time.monotonic() - began
+        print(f"transfer orders whose timeout outbox.reschedule() fired now: {len(orders)}, final in {elapsed:.1f} s: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(states.items())))
+        for line in problems[:20] + unfinished[:20]:
+            print("  " + line)
+        return states == {"cancelled, never paid": len(orders)} and elapsed <= self.args.fire_within
+
+    def query(self, sql, params):
+        conn = psycopg2.connect(self.url())
+        with conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            value = cur.fetchone()[0]
+        conn.close()
+        return value
+
+    def settle(self, timeout_s, orders=None):
+        """Waits until the orders (default: all) are final and stay so; returns check()'s last answer."""
         deadline = time.monotonic() + timeout_s
         while True:
             for p in self.processes:
                 if not p.alive():
                     raise SystemExit(f"{p.name} exited: see {p.log_path}")
-            problems, unfinished, states = self.check()
+            problems, unfinished, states = self.check(orders)
             if problems or time.monotonic() > deadline:
                 return problems, unfinished, states
             if not unfinished:
                 time.sleep(2.0)  # a late duplicate would show now
-                return self.check()
+                return self.check(orders)
             time.sleep(0.5)
 
-    def check(self):
+    def check(self, orders=None):
         conn = psycopg2.connect(self.url())
         with conn, conn.cursor() as cur:
-            result = check.check(cur, self.args.orders)
+            result = check.check(cur, orders or self.order_ids(), self.order_ids())
         conn.close()
         return result
 
@@ -204,7 +269,8 @@ http:
         language = [p for p in self.processes if p is not self.daemon]
         duplicates = {p.name: p.lines("duplicate") for p in language}
         conflicts = sum(p.lines("conflict") for p in language)
-        print(f"orders: {self.args.orders} ({self.args.language}), payment timeout {self.args.payment_timeout_ms} ms")
+        print(f"orders: {self.args.orders} ({self.args.language}), payment timeout {self.args.payment_timeout_ms} ms;"
+              f" and {self.args.transfer_orders} paid by transfer, timeout {TRANSFER_TIMEOUT_MS} ms")
         print(f"kills (SIGKILL, then restarted): outboxd {kills['outboxd']}, saga process {kills['saga']}")
         print("final states: " + ", ".join(f"{k} {v}" for k, v in sorted(states.items())))
         print(f"messages handled once (inbox ids): {inbox}")
@@ -253,6 +319,10 @@ def parse(argv):
     p.add_argument("--language", choices=sorted(COMMANDS), required=True)
     p.add_argument("--outboxd", required=True, help="the outboxd binary")
     p.add_argument("--orders", type=int, default=200)
+    p.add_argument("--transfer-orders", type=int, default=5,
+                   help="orders after those, paid by a bank transfer that never comes, their timeouts fired at once")
+    p.add_argument("--fire-within", type=float, default=5.0,
+                   help="seconds the transfer orders may take to end cancelled once their timeouts are due")
     p.add_argument("--per-second", type=float, default=100.0, help="orders placed per second")
     p.add_argument("--payment-timeout-ms", type=int, default=2500)
     p.add_argument("--late-rate", type=float, default=0.10, help="share of payments that come after the timeout")
@@ -274,7 +344,10 @@ def main(argv):
         run.set_up()
         run.start()
         kills = run.run()
-        ok = run.report(kills, *run.settle(args.settle_timeout))
+        # Quiet first, so that the time to cancel the transfer orders is not spent behind a backlog.
+        run.settle(args.settle_timeout, run.order_ids()[:args.orders])
+        fired = run.fire_transfer_timeouts()
+        ok = run.report(kills, *run.settle(args.settle_timeout)) and fired
         if args.keep:
             run.show_status()
     finally:

@@ -1,4 +1,4 @@
-"""The order saga example (examples/order-saga) under SIGKILLs: 1,000 orders, each ends in exactly one correct state."""
+"""The order saga example (examples/order-saga) under SIGKILLs: 1,000 orders, each ends right; timeouts fired now."""
 
 import os
 import subprocess
@@ -23,8 +23,11 @@ def install_node_modules():
 def test_order_saga_survives_kills(workdir, language):
     # About 10% of payments come after the 2.5 s payment timeout and 3% never come;
     # outboxd is killed three times and one of the two saga processes once, each
-    # with SIGKILL and started again. driver.py checks every order (check.py) and
-    # prints the counts; it exits 1 if an order is wrong or unfinished.
+    # with SIGKILL and started again. Five more orders are paid by a transfer that
+    # never comes, with a one-hour payment timeout: driver.py fires those timeouts
+    # at once with outbox.reschedule() as the saga's login role and wants the five
+    # cancelled within 5 s. It checks every order (check.py) and prints the counts;
+    # it exits 1 if an order is wrong or unfinished.
     require_env("OUTBOXD_TEST_PG_URL")
     require_env("OUTBOXD_TEST_RABBITMQ_URL")
     if language == "node":
@@ -32,7 +35,8 @@ def test_order_saga_survives_kills(workdir, language):
     result = subprocess.run(
         ["/usr/bin/python3", os.path.join(EXAMPLE, "driver.py"), "--language", language, "--outboxd", OUTBOXD,
          "--orders", "1000", "--per-second", "100", "--payment-timeout-ms", "2500", "--late-rate", "0.10",
-         "--abandon-rate", "0.03", "--outboxd-kills", "3", "--saga-kills", "1", "--workdir", workdir],
+         "--abandon-rate", "0.03", "--transfer-orders", "5", "--fire-within", "5", "--outboxd-kills", "3",
+         "--saga-kills", "1", "--workdir", workdir],
         capture_output=True, text=True, timeout=240)
     print(result.stdout + result.stderr)
     if result.returncode != 0:
@@ -42,3 +46,4 @@ def test_order_saga_survives_kills(workdir, language):
                     print(f"--- last lines of {name}\n" + "".join(f.readlines()[-15:]))
     assert result.returncode == 0, "some orders are wrong or unfinished (see above)"
     assert "kills (SIGKILL, then restarted): outboxd 3, saga process 1" in result.stdout
+    assert "fired now: 5, final in " in result.stdout and ": cancelled, never paid 5\n" in result.stdout

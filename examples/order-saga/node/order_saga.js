@@ -19,6 +19,7 @@ const ENV = process.env;
 const PREFIX = ENV.ORDER_SAGA_PREFIX || 'order-saga';
 const [ORDERS, STOCK, PAYMENTS] = ['orders', 'stock', 'payments'].map((q) => `${PREFIX}.${q}`);
 const PAYMENT_TIMEOUT_MS = Number(ENV.ORDER_SAGA_PAYMENT_TIMEOUT_MS || 2500);
+const TRANSFER_TIMEOUT_MS = Number(ENV.ORDER_SAGA_TRANSFER_TIMEOUT_MS || 3600000); // an order paid by bank transfer
 const LATE_RATE = Number(ENV.ORDER_SAGA_LATE_RATE || 0.1);
 const ABANDON_RATE = Number(ENV.ORDER_SAGA_ABANDON_RATE || 0.03);
 
@@ -81,13 +82,15 @@ async function orderPlaced(db, messageId, order, body) {
     [order, messageId, JSON.stringify({ amount: body.amount, reserved: false })]);
   if (!started) return 'duplicate'; // a redelivered OrderPlaced: the workflow exists
   await db.query('SELECT workflow.record_processed($1, $2)', [order, messageId]);
+  const method = body.payment || 'card';
   await emit(db, order, STOCK, `${order}:reserve-stock:1`, 'ReserveStock', { orderId: order, quantity: 1 }, messageId);
   await emit(db, order, PAYMENTS, `${order}:capture-payment:1`, 'CapturePayment',
-    { orderId: order, amount: body.amount }, messageId);
+    { orderId: order, amount: body.amount, method }, messageId);
+  const deadlineMs = method === 'transfer' ? TRANSFER_TIMEOUT_MS : PAYMENT_TIMEOUT_MS;
   await db.query(
     `SELECT workflow.set_timeout($1, $2, now() + $3 * interval '1 millisecond', $4, $5::jsonb,
                                  subject => 'PaymentTimeout', parent_message_id => $6)`,
-    [order, `${order}:payment-timeout:1`, PAYMENT_TIMEOUT_MS, ORDERS, JSON.stringify({ orderId: order }), messageId]);
+    [order, `${order}:payment-timeout:1`, deadlineMs, ORDERS, JSON.stringify({ orderId: order }), messageId]);
   return 'AwaitingPayment';
 }
 
@@ -164,15 +167,17 @@ async function stock(db, message) {
 
 async function payments(db, message) {
   if (!await received(db, 'payments', message.id)) return 'duplicate';
-  const order = JSON.parse(message.body).orderId;
+  const body = JSON.parse(message.body);
+  const order = body.orderId;
   if (message.subject === 'RefundPayment') {
     await recordPayment(db, order, 'refund', message.id, 0);
     await enqueue(db, ORDERS, `${order}:payment-refunded:1`, 'PaymentRefunded', { orderId: order }, order, message.id);
     return 'PaymentRefunded';
   }
   const chance = fraction(`payment:${order}`);
-  if (chance < ABANDON_RATE) {
-    await recordPayment(db, order, 'abandon', message.id, 0); // the customer never pays
+  // The customer never pays; the simulated ones never make a bank transfer either.
+  if (chance < ABANDON_RATE || body.method === 'transfer') {
+    await recordPayment(db, order, 'abandon', message.id, 0);
     return 'abandoned';
   }
   const delayMs = chance < ABANDON_RATE + LATE_RATE

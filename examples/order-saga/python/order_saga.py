@@ -14,6 +14,7 @@ Settings come from the environment (see ../README.md):
   ORDER_SAGA_AMQP_URL, ORDER_SAGA_AMQP_USER, ORDER_SAGA_AMQP_PASSWORD
   ORDER_SAGA_PREFIX         queue name prefix (default order-saga)
   ORDER_SAGA_PAYMENT_TIMEOUT_MS (2500), ORDER_SAGA_LATE_RATE (0.10), ORDER_SAGA_ABANDON_RATE (0.03)
+  ORDER_SAGA_TRANSFER_TIMEOUT_MS (3600000): the deadline of an order paid by bank transfer
 """
 
 import json
@@ -32,6 +33,7 @@ ENV = os.environ
 PREFIX = ENV.get("ORDER_SAGA_PREFIX", "order-saga")
 ORDERS, STOCK, PAYMENTS = f"{PREFIX}.orders", f"{PREFIX}.stock", f"{PREFIX}.payments"
 PAYMENT_TIMEOUT_MS = int(ENV.get("ORDER_SAGA_PAYMENT_TIMEOUT_MS", "2500"))
+TRANSFER_TIMEOUT_MS = int(ENV.get("ORDER_SAGA_TRANSFER_TIMEOUT_MS", "3600000"))
 LATE_RATE = float(ENV.get("ORDER_SAGA_LATE_RATE", "0.10"))
 ABANDON_RATE = float(ENV.get("ORDER_SAGA_ABANDON_RATE", "0.03"))
 
@@ -90,12 +92,14 @@ def order_placed(cur, message_id, order, body):
     if not cur.fetchone()[0]:
         return "duplicate"  # a redelivered OrderPlaced: the workflow exists
     cur.execute("SELECT workflow.record_processed(%s, %s)", (order, message_id))
+    method = body.get("payment", "card")
     emit(cur, order, STOCK, f"{order}:reserve-stock:1", "ReserveStock", {"orderId": order, "quantity": 1}, message_id)
     emit(cur, order, PAYMENTS, f"{order}:capture-payment:1", "CapturePayment",
-         {"orderId": order, "amount": body["amount"]}, message_id)
+         {"orderId": order, "amount": body["amount"], "method": method}, message_id)
+    deadline_ms = TRANSFER_TIMEOUT_MS if method == "transfer" else PAYMENT_TIMEOUT_MS
     cur.execute("SELECT workflow.set_timeout(%s, %s, now() + %s * interval '1 millisecond', %s, %s::jsonb,"
                 " subject => 'PaymentTimeout', parent_message_id => %s)",
-                (order, f"{order}:payment-timeout:1", PAYMENT_TIMEOUT_MS, ORDERS,
+                (order, f"{order}:payment-timeout:1", deadline_ms, ORDERS,
                  json.dumps({"orderId": order}), message_id))
     return "AwaitingPayment"
 
@@ -167,14 +171,16 @@ def stock(cur, message):
 def payments(cur, message):
     if not received(cur, "payments", message.id):
         return "duplicate"
-    order = json.loads(message.body)["orderId"]
+    body = json.loads(message.body)
+    order = body["orderId"]
     if message.subject == "RefundPayment":
         record_payment(cur, order, "refund", message.id, 0)
         enqueue(cur, ORDERS, f"{order}:payment-refunded:1", "PaymentRefunded", {"orderId": order}, order, message.id)
         return "PaymentRefunded"
     chance = fraction(f"payment:{order}")
-    if chance < ABANDON_RATE:
-        record_payment(cur, order, "abandon", message.id, 0)  # the customer never pays
+    # The customer never pays; the simulated ones never make a bank transfer either.
+    if chance < ABANDON_RATE or body.get("method") == "transfer":
+        record_payment(cur, order, "abandon", message.id, 0)
         return "abandoned"
     if chance < ABANDON_RATE + LATE_RATE:
         delay_ms = PAYMENT_TIMEOUT_MS + 1000 + int(fraction(message.id) * 1000)  # after the timeout
