@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: packages, build, static checks of the
-# packaging, throwaway services, then every ctest label (unit, integration, fault, container:
-# the image built from the Dockerfile with podman and run against the services).
+# packaging, throwaway services, then every ctest label (unit, integration, fault, fuzz: the
+# libFuzzer targets of tests/fuzz, container: the image built from the Dockerfile with podman
+# and run against the services).
 #
 # Usage: scripts/test.sh [ctest args...]     e.g. scripts/test.sh -L unit
 # Services run in a scratch dir of their own, stopped and removed on exit (kept, with their

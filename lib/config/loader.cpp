@@ -1,12 +1,15 @@
 // Loading a config: read the file, parse the YAML, walk every section, then apply the cross-field rules.
 #include "config/loader.hpp"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <sstream>
+#include <vector>
 
 #include "config/checks.hpp"
 #include "config/env_substitution.hpp"
@@ -50,26 +53,80 @@ void read_sections(MapReader& root, Config& config) {
   read_http(root, config.http);
 }
 
+// Where each document of a YAML stream starts and where its root node is,
+// from the parser's events. yaml-cpp 0.7's LoadAll never returns on a
+// document that starts with a ',': the parser reports an empty document
+// without consuming the token, again and again, each one kept in memory.
+class DocumentMarks : public YAML::EventHandler {
+ public:
+  std::size_t count() const { return starts_.size(); }
+  const YAML::Mark& start(std::size_t index) const { return starts_[index]; }
+  // Where the document's root node is; where the document starts if it has none.
+  const YAML::Mark& root(std::size_t index) const { return index < roots_.size() ? roots_[index] : starts_[index]; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { node_at(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { node_at(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    node_at(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node_at(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node_at(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node_at(const YAML::Mark& mark) {
+    if (roots_.size() < starts_.size()) roots_.push_back(mark);
+  }
+
+  std::vector<YAML::Mark> starts_;
+  std::vector<YAML::Mark> roots_;
+};
+
+// The marks of the first two documents at most: enough to tell one from many,
+// and a second one that starts where the first did is a token the parser
+// cannot consume.
+DocumentMarks first_documents(std::string_view yaml) {
+  std::istringstream input{std::string(yaml)};
+  YAML::Parser parser(input);
+  DocumentMarks marks;
+  while (marks.count() < 2 && parser.HandleNextDocument(marks)) {
+  }
+  return marks;
+}
+
 // The one document of the file, or nullopt with the reason reported.
 std::optional<YAML::Node> parse_document(std::string_view yaml, Diagnostics& diagnostics) {
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(std::string(yaml));
+    const DocumentMarks marks = first_documents(yaml);
+    if (marks.count() == 2 && marks.start(1).pos == marks.start(0).pos) {
+      const auto at = static_cast<std::size_t>(marks.start(0).pos);
+      diagnostics.add(position_of(marks.start(0)), "",
+                      "invalid YAML: unexpected '" + std::string(1, at < yaml.size() ? yaml[at] : ' ') + "'");
+      return std::nullopt;
+    }
+    if (marks.count() == 2) {
+      diagnostics.add(position_of(marks.root(1)), "",
+                      "a second YAML document starts here; the file must hold exactly one");
+      return std::nullopt;
+    }
+    root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& error) {
     const Position at = position_of(error.mark);
     diagnostics.add(at.line > 0 ? at : Position{1, 1}, "", "invalid YAML: " + error.msg);
     return std::nullopt;
   }
-  if (documents.empty() || (documents.size() == 1 && documents.front().IsNull())) {
+  if (root.IsNull()) {
     diagnostics.add(Position{1, 1}, "", "the file is empty");
     return std::nullopt;
   }
-  if (documents.size() > 1) {
-    diagnostics.add(position_of(documents[1].Mark()), "",
-                    "a second YAML document starts here; the file must hold exactly one");
-    return std::nullopt;
-  }
-  const YAML::Node& root = documents.front();
   if (!root.IsMap()) {
     diagnostics.add(position_of(root.Mark()), "",
                     "expected a mapping of sections (database:, broker:, ...) at the top level");

@@ -24,7 +24,7 @@ check() {
 }
 
 shellcheck_scripts() {
-  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh examples/*/run.sh
+  shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh tests/fuzz/run.sh examples/*/run.sh
 }
 
 # systemd-analyze needs the ExecStart binary to exist, so a copy of the unit points at the
@@ -218,7 +218,7 @@ library_links() {
   return $bad
 }
 
-check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh examples/*/run.sh" shellcheck_scripts
+check "shellcheck scripts/*.sh .ci/run tests/packaging/*.sh tests/container/*.sh tests/fuzz/run.sh examples/*/run.sh" shellcheck_scripts
 check "systemd unit verifies, exposure <= 2.0" systemd_unit
 check "systemd unit agrees with the daemon (exit 78, watchdog, stop timeout)" systemd_unit_agrees
 check "Dockerfile packages exist in Debian 12" docker_packages_exist
