@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/loader.hpp"
+#include "dispatch/claim_merge.hpp"
 #include "pg/connection.hpp"
 #include "pg/lease_store.hpp"
 #include "pg/outbox_store.hpp"
@@ -53,10 +54,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "claim_mark: %s\n", claimed.error().message.c_str());
       return 1;
     }
-    if (claimed.value().rows.empty()) break;
+    const auto batch_rows = dispatch::merge_claim(std::move(claimed).value(), static_cast<std::size_t>(batch)).rows;
+    if (batch_rows.empty()) break;
     std::vector<core::RowId> ids;
-    ids.reserve(claimed.value().rows.size());
-    for (const auto& row : claimed.value().rows) ids.push_back(row.id);
+    ids.reserve(batch_rows.size());
+    for (const auto& row : batch_rows) ids.push_back(row.id);
     if (auto marked = store.mark_dispatched(ids, config.value().retention.mode, owner); !marked) {
       std::fprintf(stderr, "claim_mark: %s\n", marked.error().message.c_str());
       return 1;

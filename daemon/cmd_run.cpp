@@ -1,15 +1,18 @@
-// `outboxd run`: load the config, pick the instance id, run the dispatcher.
+// `outboxd run`: load the config, pick the instance id, wire the real adapters to the run loop.
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
 #include <string>
 
 #include "config/watchdog.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon/database_session.hpp"
 #include "daemon/event_loop.hpp"
+#include "daemon/publisher_broker.hpp"
+#include "daemon/run_loop.hpp"
 #include "daemon/service_manager.hpp"
 
 namespace outboxd::daemon {
@@ -40,8 +43,21 @@ int cmd_run(const std::string& path) {
   }
   const std::string instance_id =
       config->leases.instance_id.empty() ? default_instance_id() : config->leases.instance_id;
-  Dispatcher dispatcher(std::move(*config), instance_id, signals);
-  return dispatcher.run();
+  // The adapters keep the configuration they started with: a reload changes
+  // none of the sections they read (the loop owns the running one).
+  const config::Config started = *config;
+  core::SteadyClock clock;
+  const auto seed = static_cast<std::uint64_t>(clock.now().time_since_epoch().count());
+  core::FastRandom random(seed);
+  core::FastRandom publisher_random(seed ^ 0x9E3779B97F4A7C15ULL);  // the AMQP thread's own
+  EventFd event_fd;
+  SystemEvents events(signals, event_fd);
+  DatabaseSession database(started, instance_id, clock, random);
+  const auto& broker_config = started.broker;
+  PublisherBroker broker(broker_config, broker_config.container_id.empty() ? instance_id : broker_config.container_id,
+                         event_fd, clock, publisher_random);
+  RunLoop loop(std::move(*config), instance_id, {database, broker, events, clock, random});
+  return loop.run();
 }
 
 }  // namespace outboxd::daemon

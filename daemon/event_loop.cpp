@@ -34,19 +34,19 @@ sigset_t watched_signals() {
 
 }  // namespace
 
-Wakeup::Wakeup() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+EventFd::EventFd() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (fd_ < 0) fail("eventfd");
 }
 
-Wakeup::~Wakeup() { close(fd_); }
+EventFd::~EventFd() { close(fd_); }
 
-void Wakeup::notify() {
+void EventFd::notify() {
   const std::uint64_t one = 1;
   // A full counter still leaves the descriptor readable, so a failed write is harmless.
   [[maybe_unused]] const auto n = write(fd_, &one, sizeof(one));
 }
 
-void Wakeup::clear() {
+void EventFd::clear() {
   std::uint64_t value = 0;
   [[maybe_unused]] const auto n = read(fd_, &value, sizeof(value));
 }
@@ -69,16 +69,16 @@ std::vector<int> SignalWatcher::take() {
   return received;
 }
 
-Readiness wait_for_events(const Wakeup& wakeup, const SignalWatcher& signals, int database_fd,
-                          std::chrono::milliseconds timeout) {
-  pollfd fds[3] = {{wakeup.fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}, {database_fd, POLLIN, 0}};
+Readiness SystemEvents::wait(int database_fd, std::chrono::milliseconds timeout) {
+  pollfd fds[3] = {{event_fd_.fd(), POLLIN, 0}, {signals_.fd(), POLLIN, 0}, {database_fd, POLLIN, 0}};
   const nfds_t count = database_fd >= 0 ? 3 : 2;
   const auto ms = static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, timeout.count()));
   Readiness ready;
   if (poll(fds, count, ms) <= 0) return ready;  // timeout or EINTR: the caller re-evaluates
-  ready.wakeup = (fds[0].revents & POLLIN) != 0;
+  ready.news = (fds[0].revents & POLLIN) != 0;
   ready.signal = (fds[1].revents & POLLIN) != 0;
   ready.database = count == 3 && (fds[2].revents & (POLLIN | POLLERR | POLLHUP)) != 0;
+  if (ready.news) event_fd_.clear();
   return ready;
 }
 

@@ -4,15 +4,17 @@
 #include <chrono>
 #include <vector>
 
+#include "daemon/ports.hpp"
+
 namespace outboxd::daemon {
 
-// An eventfd other threads write to so the main thread wakes up.
-class Wakeup {
+// An eventfd other threads write to so the main thread wakes up (news from the AMQP thread).
+class EventFd {
  public:
-  Wakeup();
-  ~Wakeup();
-  Wakeup(const Wakeup&) = delete;
-  Wakeup& operator=(const Wakeup&) = delete;
+  EventFd();
+  ~EventFd();
+  EventFd(const EventFd&) = delete;
+  EventFd& operator=(const EventFd&) = delete;
 
   void notify();  // thread-safe, async-signal-safe
   void clear();
@@ -38,15 +40,18 @@ class SignalWatcher {
   int fd_;
 };
 
-struct Readiness {
-  bool wakeup = false;
-  bool signal = false;
-  bool database = false;
-};
+// The Events port on poll(): the eventfd, the signalfd and the database socket.
+class SystemEvents final : public Events {
+ public:
+  SystemEvents(SignalWatcher& signals, EventFd& event_fd) : signals_(signals), event_fd_(event_fd) {}
 
-// Sleeps until one of the descriptors is readable or `timeout` passes.
-// `database_fd` < 0 means no database socket to watch.
-Readiness wait_for_events(const Wakeup& wakeup, const SignalWatcher& signals, int database_fd,
-                          std::chrono::milliseconds timeout);
+  std::vector<int> take_signals() override { return signals_.take(); }
+  // Clears the eventfd when it woke the wait.
+  Readiness wait(int database_fd, std::chrono::milliseconds timeout) override;
+
+ private:
+  SignalWatcher& signals_;
+  EventFd& event_fd_;
+};
 
 }  // namespace outboxd::daemon

@@ -11,7 +11,7 @@ LeaseKeeper::LeaseKeeper(const config::LeaseConfig& config, std::string instance
       clock_(clock),
       book_(config.lease_ttl, config.renew_interval, config.safety_margin) {}
 
-core::Status LeaseKeeper::maintain(pg::LeaseStore& store, std::vector<int>& stopped, std::vector<int>& gained) {
+core::Status LeaseKeeper::maintain(LeaseStore& store, std::vector<int>& stopped, std::vector<int>& gained) {
   // Read before the statement goes out: the database grants the leases at
   // some moment after it, so counting from here errs on the safe side.
   const auto started = clock_.now();
@@ -32,7 +32,7 @@ core::Status LeaseKeeper::maintain(pg::LeaseStore& store, std::vector<int>& stop
   return {};
 }
 
-core::Status LeaseKeeper::release_drained(pg::LeaseStore& store, const std::vector<int>& drained) {
+core::Status LeaseKeeper::release_drained(LeaseStore& store, const std::vector<int>& drained) {
   if (drained.empty()) return {};
   if (auto released = store.release(instance_id_, drained); !released) return released;
   book_.released(drained);
@@ -40,7 +40,7 @@ core::Status LeaseKeeper::release_drained(pg::LeaseStore& store, const std::vect
   return {};
 }
 
-core::Status LeaseKeeper::release(pg::LeaseStore& store) {
+core::Status LeaseKeeper::release(LeaseStore& store) {
   if (!book_.holds_any()) return {};
   book_.released_all();
   return store.release_all(instance_id_);

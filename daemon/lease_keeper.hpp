@@ -8,7 +8,7 @@
 #include "core/clock.hpp"
 #include "core/result.hpp"
 #include "dispatch/lease_book.hpp"
-#include "pg/lease_store.hpp"
+#include "daemon/ports.hpp"
 
 namespace outboxd::daemon {
 
@@ -19,7 +19,7 @@ class LeaseKeeper {
   // Balances when due. Partitions no longer to be claimed (lost, or held
   // over the fair share and now draining) are appended to `stopped` so the
   // caller can drop their buffered rows; partitions newly claimable to `gained`.
-  core::Status maintain(pg::LeaseStore& store, std::vector<int>& stopped, std::vector<int>& gained);
+  core::Status maintain(LeaseStore& store, std::vector<int>& stopped, std::vector<int>& gained);
 
   // False once the leases could have expired in the database: measured from
   // the start of the last successful renewal, minus the safety margin.
@@ -28,10 +28,10 @@ class LeaseKeeper {
   const std::vector<int>& partitions() const { return book_.partitions(); }
   // Held over the share: no new rows; release once none is in flight.
   const std::vector<int>& draining() const { return book_.draining(); }
-  core::Status release_drained(pg::LeaseStore& store, const std::vector<int>& drained);
+  core::Status release_drained(LeaseStore& store, const std::vector<int>& drained);
   core::SteadyTime next_renewal() const { return book_.next_renewal(); }
   core::SteadyTime valid_until() const { return book_.valid_until(); }
-  core::Status release(pg::LeaseStore& store);
+  core::Status release(LeaseStore& store);
   void force_renewal() { book_.force_renewal(clock_.now()); }
 
  private:

@@ -13,7 +13,7 @@ void OutcomeQueue::on_outcome(amqp::Outcome outcome) {
     pending_.outcomes.push_back(std::move(outcome));
   }
   // One wake-up per batch: the main thread takes everything queued by then.
-  if (first) wakeup_.notify();
+  if (first) event_fd_.notify();
 }
 
 void OutcomeQueue::on_connection(bool up, std::string reason) {
@@ -21,11 +21,11 @@ void OutcomeQueue::on_connection(bool up, std::string reason) {
     std::lock_guard lock(mutex_);
     pending_.connection_events.push_back({up, std::move(reason)});
   }
-  wakeup_.notify();
+  event_fd_.notify();
 }
 
-OutcomeQueue::Batch OutcomeQueue::take() {
-  Batch taken;
+BrokerNews OutcomeQueue::take() {
+  BrokerNews taken;
   std::lock_guard lock(mutex_);
   std::swap(taken, pending_);
   return taken;

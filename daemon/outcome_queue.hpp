@@ -7,33 +7,25 @@
 
 #include "amqp/publisher.hpp"
 #include "daemon/event_loop.hpp"
+#include "daemon/ports.hpp"
 
 namespace outboxd::daemon {
 
 class OutcomeQueue final : public amqp::OutcomeSink {
  public:
-  explicit OutcomeQueue(Wakeup& wakeup) : wakeup_(wakeup) {}
+  explicit OutcomeQueue(EventFd& event_fd) : event_fd_(event_fd) {}
 
   // AMQP thread.
   void on_outcome(amqp::Outcome outcome) override;
   void on_connection(bool up, std::string reason) override;
 
-  struct ConnectionEvent {
-    bool up;
-    std::string reason;
-  };
-  struct Batch {
-    std::vector<amqp::Outcome> outcomes;
-    std::vector<ConnectionEvent> connection_events;
-  };
-
   // Main thread: everything that arrived since the last call.
-  Batch take();
+  BrokerNews take();
 
  private:
-  Wakeup& wakeup_;
+  EventFd& event_fd_;
   std::mutex mutex_;
-  Batch pending_;  // guarded by mutex_
+  BrokerNews pending_;  // guarded by mutex_
 };
 
 }  // namespace outboxd::daemon

@@ -19,24 +19,21 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::uint64_t seed_from_clock(const void* self) {
-  const auto ticks = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  return ticks ^ reinterpret_cast<std::uintptr_t>(self);
-}
-
 std::string ms_text(milliseconds value) { return std::to_string(value.count()) + " ms"; }
 
 }  // namespace
 
 ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, ConnectionSettings settings,
                                      proton::connection_options options, OutcomeSink& sink,
-                                     std::atomic<bool>& connected)
+                                     std::atomic<bool>& connected, const core::Clock& clock,
+                                     core::RandomSource& random)
     : broker_(broker),
       settings_(std::move(settings)),
       options_(std::move(options)),
       sink_(sink),
       connected_(connected),
-      random_(seed_from_clock(this)),
+      clock_(clock),
+      random_(random),
       backoff_({broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}),
       links_(sink) {}
 
@@ -111,8 +108,8 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
     return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);
   }
   // The clock is read per row: the thread may have stalled anywhere in the batch.
-  links_.enqueue(connection_, row.destination, target_for(row.destination, broker_.profile),
-                 {row.id, std::move(message).value(), now(), send_before});
+  links_.queue_delivery(connection_, row.destination, target_for(row.destination, broker_.profile),
+                        {row.id, std::move(message).value(), now(), send_before});
 }
 
 void ConnectionHandler::connection_lost(const std::string& reason, bool close_it) {

@@ -53,8 +53,8 @@ LinkSet::Link& LinkSet::open_link(proton::connection& connection, const std::str
   return links_.insert_or_assign(destination, std::move(link)).first->second;
 }
 
-void LinkSet::enqueue(proton::connection& connection, const std::string& destination, const Target& target,
-                      Pending pending) {
+void LinkSet::queue_delivery(proton::connection& connection, const std::string& destination,
+                             const Target& target, Pending pending) {
   const SteadyTime now = pending.queued_at;
   auto found = links_.find(destination);
   Link* link = found != links_.end() ? &found->second : nullptr;

@@ -2,7 +2,9 @@
 #include "amqp/publisher.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -17,22 +19,29 @@
 
 namespace outboxd::amqp {
 
-using Batch = std::vector<core::OutboxMessage>;
+using Rows = std::vector<core::OutboxMessage>;
 
 struct FencedBatch {
-  Batch rows;
+  Rows rows;
   core::SteadyTime send_before;
 };
 
 class Publisher::Impl {
  public:
-  Impl(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink)
-      : broker_(broker), container_id_(std::move(container_id)), sink_(sink) {
+  Impl(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink, const core::Clock* clock,
+       core::RandomSource* random)
+      : broker_(broker),
+        container_id_(std::move(container_id)),
+        sink_(sink),
+        own_random_(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                    reinterpret_cast<std::uintptr_t>(this)),
+        clock_(clock ? *clock : steady_),
+        random_(random ? *random : own_random_) {
     if (auto settings = connection_settings(broker_)) settings_ = settings.value();
   }
 
   core::Status start();
-  void publish(Batch batch, core::SteadyTime send_before);
+  void publish(Rows batch, core::SteadyTime send_before);
   void stop();
   bool connected() const { return connected_; }
   bool plain_over_cleartext() const { return settings_ && settings_->plain_over_cleartext; }
@@ -41,12 +50,16 @@ class Publisher::Impl {
   void run();
   void run_container(std::string& exit_reason);
   void drain_inbox();
-  void answer_unknown(Batch& batch, const std::string& reason);
+  void answer_unknown(Rows& batch, const std::string& reason);
   void answer_leftovers(const std::string& reason);
 
   const config::BrokerConfig broker_;
   const std::string container_id_;
   OutcomeSink& sink_;
+  core::SteadyClock steady_;
+  core::FastRandom own_random_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;
   std::optional<ConnectionSettings> settings_;
   std::atomic<bool> connected_{false};
   std::unique_ptr<ConnectionHandler> handler_;  // used on the container thread only
@@ -74,13 +87,14 @@ core::Status Publisher::Impl::start() {
   } catch (const std::exception& e) {
     return core::fatal_error(std::string("broker.tls: ") + e.what());
   }
-  handler_ = std::make_unique<ConnectionHandler>(broker_, settings.value(), options, sink_, connected_);
+  handler_ = std::make_unique<ConnectionHandler>(broker_, settings.value(), options, sink_, connected_, clock_,
+                                                 random_);
   accepting_ = true;
   thread_ = std::thread([this] { run(); });
   return {};
 }
 
-void Publisher::Impl::publish(Batch batch, core::SteadyTime send_before) {
+void Publisher::Impl::publish(Rows batch, core::SteadyTime send_before) {
   if (batch.empty()) return;
   std::string reason;
   {
@@ -169,7 +183,7 @@ void Publisher::Impl::run_container(std::string& exit_reason) {
   }
 }
 
-void Publisher::Impl::answer_unknown(Batch& batch, const std::string& reason) {
+void Publisher::Impl::answer_unknown(Rows& batch, const std::string& reason) {
   for (const auto& row : batch) sink_.on_outcome({row.id, core::DeliveryOutcome::unknown, reason});
 }
 
@@ -183,8 +197,12 @@ void Publisher::Impl::answer_leftovers(const std::string& reason) {
   for (auto& batch : leftovers) answer_unknown(batch.rows, reason);
 }
 
+Publisher::Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink,
+                     const core::Clock& clock, core::RandomSource& random)
+    : impl_(std::make_unique<Impl>(broker, std::move(container_id), sink, &clock, &random)) {}
+
 Publisher::Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink)
-    : impl_(std::make_unique<Impl>(broker, std::move(container_id), sink)) {}
+    : impl_(std::make_unique<Impl>(broker, std::move(container_id), sink, nullptr, nullptr)) {}
 
 Publisher::~Publisher() { impl_->stop(); }
 

@@ -35,6 +35,11 @@ namespace outboxd::amqp {
 // Once a row was reported unknown, nothing else is reported for it.
 class Publisher {
  public:
+  // `clock` reads the time on the container thread (send_before is on it);
+  // `random` is used there alone (reconnect jitter), so it must not be shared
+  // with another thread. Without them: the steady clock and a seeded FastRandom.
+  Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink,
+            const core::Clock& clock, core::RandomSource& random);
   Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink);
   ~Publisher();  // stop()
   Publisher(const Publisher&) = delete;

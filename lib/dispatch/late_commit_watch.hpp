@@ -9,7 +9,7 @@
 
 namespace outboxd::dispatch {
 
-// Writers NOTIFY only while a dispatcher is idle, and they decide when they
+// Writers NOTIFY only while an instance is idle, and they decide when they
 // insert, by what their snapshot shows. A transaction that inserted just
 // before the daemon armed (or whose snapshot is older than the arming), and
 // commits just after the daemon's last claim, sends no notification and its

@@ -95,7 +95,7 @@ void Planner::on_persisted() {
   prune_timers();
 }
 
-std::optional<core::SteadyTime> Planner::next_wakeup() const {
+std::optional<core::SteadyTime> Planner::next_retry() const {
   if (timers_.empty()) return std::nullopt;
   return timers_.top().at;
 }
@@ -248,7 +248,7 @@ bool Planner::publishable_head(const Session& session, core::RowId id) const {
   return !session.parked && session.in_flight < policy_.per_session_in_flight && session.queue.front() == id;
 }
 
-// Keeps the top of timers_ meaningful for next_wakeup(): drops entries of
+// Keeps the top of timers_ meaningful for next_retry(): drops entries of
 // rows that are gone, in flight or rescheduled, and of rows that could not go
 // out at their time anyway (not their session's head, or the session is full
 // or parked). schedule() re-arms those when their session moves.

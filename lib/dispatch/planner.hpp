@@ -59,7 +59,7 @@ struct PendingWrites {
 
 // Pure and single-threaded: rows and outcomes in, a plan out. The owner calls
 // take_ready() after add() and after outcomes, persists pending_writes() and
-// then calls on_persisted(), and sleeps no longer than next_wakeup().
+// then calls on_persisted(), and sleeps no longer than next_retry().
 //
 // Order rules (docs/design.md, "Order, retries and parking"):
 //  - A session's rows go out in id order, at most per_session_in_flight at a
@@ -76,6 +76,7 @@ class Planner {
     std::uint64_t published = 0;  // rows handed out by take_ready()
     std::uint64_t accepted = 0;
     std::uint64_t rejected = 0;
+    std::uint64_t unsendable = 0;
     std::uint64_t released = 0;
     std::uint64_t unknown = 0;
     std::uint64_t not_sent = 0;
@@ -114,7 +115,7 @@ class Planner {
   // Earliest retry time of a waiting row that could be published then (rows
   // stuck behind another row of their session are left out). May lie in the
   // past: call take_ready(). Empty when no row waits for a time.
-  std::optional<core::SteadyTime> next_wakeup() const;
+  std::optional<core::SteadyTime> next_retry() const;
 
   // A lease was lost: forget the partition's rows that are not in flight.
   // Its in-flight rows are forgotten once their outcome arrives, unless accepted.
@@ -180,6 +181,7 @@ class Planner {
   void schedule(Session& session, core::SteadyTime now);
   void arm(core::RowId id, Row& row);
   void requeue(RowMap::iterator it, core::SteadyTime retry_at, core::SteadyTime now);
+  void settle(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason, core::SteadyTime now);
   void on_not_settled(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason,
                       core::SteadyTime now);
   void record_failure(RowMap::iterator it, std::string error, core::SteadyTime now);

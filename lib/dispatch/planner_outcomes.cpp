@@ -34,12 +34,24 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
   --in_flight_;
   if (session != nullptr) --session->in_flight;
 
+  settle(it, outcome, reason, now);
+  if (session != nullptr) {
+    schedule(*session, now);
+    erase_if_idle(*session);
+  }
+  prune_timers();
+}
+
+// What the outcome means for the row, now out of flight.
+void Planner::settle(RowMap::iterator it, core::DeliveryOutcome outcome, std::string_view reason,
+                     core::SteadyTime now) {
+  Row& row = it->second;
   switch (outcome) {
     case core::DeliveryOutcome::accepted:
       ++counters_.accepted;
-      pending_.dispatched.push_back(id);
-      settled_.insert(id);
-      drop_failure(id);
+      pending_.dispatched.push_back(it->first);
+      settled_.insert(it->first);
+      drop_failure(it->first);
       forget(it);
       break;
     case core::DeliveryOutcome::rejected:
@@ -49,7 +61,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
       break;
     case core::DeliveryOutcome::unsendable:
       // The row itself is wrong: another attempt would fail the same way.
-      ++counters_.rejected;
+      ++counters_.unsendable;
       park(it, row.attempts + 1, reason.empty() ? std::string("unsendable") : std::string(reason));
       break;
     case core::DeliveryOutcome::released:
@@ -70,11 +82,6 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
       }
       break;
   }
-  if (session != nullptr) {
-    schedule(*session, now);
-    erase_if_idle(*session);
-  }
-  prune_timers();
 }
 
 // released / unknown: the broker did not process the row. Not an attempt,

@@ -126,6 +126,24 @@ Histogram& Registry::histogram(std::string name, std::string help, Labels labels
 
 Registry::Series& Registry::series(MetricType type, std::string name, std::string help, Labels labels,
                                    const std::vector<double>* bounds) {
+  check_names(name, labels);
+  std::lock_guard lock(mutex_);
+  Family& family = family_for(type, std::move(name), std::move(help), bounds);
+  for (const auto& existing : family.series) {
+    if (existing->labels == labels) return *existing;
+  }
+  auto added = std::make_unique<Series>();
+  added->labels = std::move(labels);
+  switch (type) {
+    case MetricType::counter: added->counter = std::make_unique<Counter>(); break;
+    case MetricType::gauge: added->gauge = std::make_unique<Gauge>(); break;
+    case MetricType::histogram: added->histogram = std::make_unique<Histogram>(family.bounds); break;
+  }
+  family.series.push_back(std::move(added));
+  return *family.series.back();
+}
+
+void Registry::check_names(const std::string& name, const Labels& labels) {
   if (!valid_metric_name(name)) contract_violation("invalid metric name \"" + name + "\"");
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (!valid_label_name(labels[i].first)) {
@@ -137,42 +155,32 @@ Registry::Series& Registry::series(MetricType type, std::string name, std::strin
       }
     }
   }
+}
 
-  std::lock_guard lock(mutex_);
-  Family* family = nullptr;
+// The family of `name`, registered now or checked against its first registration. Under mutex_.
+Registry::Family& Registry::family_for(MetricType type, std::string name, std::string help,
+                                       const std::vector<double>* bounds) {
   if (const auto found = by_name_.find(name); found != by_name_.end()) {
-    family = found->second;
-    if (family->type != type) {
-      contract_violation(name + ": registered as " + to_string(family->type) +
-                         ", now asked for as " + to_string(type));
+    Family& family = *found->second;
+    if (family.type != type) {
+      contract_violation(name + ": registered as " + to_string(family.type) + ", now asked for as " +
+                         to_string(type));
     }
-    if (family->help != help) contract_violation(name + ": registered again with different help text");
-    if (bounds != nullptr && family->bounds != *bounds) {
+    if (family.help != help) contract_violation(name + ": registered again with different help text");
+    if (bounds != nullptr && family.bounds != *bounds) {
       contract_violation(name + ": registered again with different buckets");
     }
-    for (const auto& existing : family->series) {
-      if (existing->labels == labels) return *existing;
-    }
-  } else {
-    auto created = std::make_unique<Family>();
-    created->type = type;
-    created->name = name;
-    created->help = std::move(help);
-    if (bounds != nullptr) created->bounds = *bounds;
-    family = created.get();
-    families_.push_back(std::move(created));
-    by_name_.emplace(std::move(name), family);
+    return family;
   }
-
-  auto added = std::make_unique<Series>();
-  added->labels = std::move(labels);
-  switch (type) {
-    case MetricType::counter: added->counter = std::make_unique<Counter>(); break;
-    case MetricType::gauge: added->gauge = std::make_unique<Gauge>(); break;
-    case MetricType::histogram: added->histogram = std::make_unique<Histogram>(family->bounds); break;
-  }
-  family->series.push_back(std::move(added));
-  return *family->series.back();
+  auto created = std::make_unique<Family>();
+  created->type = type;
+  created->name = name;
+  created->help = std::move(help);
+  if (bounds != nullptr) created->bounds = *bounds;
+  Family& family = *created;
+  families_.push_back(std::move(created));
+  by_name_.emplace(std::move(name), &family);
+  return family;
 }
 
 namespace {

@@ -106,6 +106,8 @@ class Registry {
   struct Family;
   struct Series;
 
+  static void check_names(const std::string& name, const Labels& labels);
+  Family& family_for(MetricType type, std::string name, std::string help, const std::vector<double>* bounds);
   Series& series(MetricType type, std::string name, std::string help, Labels labels,
                  const std::vector<double>* bounds);
 

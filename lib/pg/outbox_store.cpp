@@ -2,7 +2,6 @@
 #include "pg/outbox_store.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "core/safe_text.hpp"
 #include "pg/outbox_sql.hpp"
@@ -41,41 +40,46 @@ using std::chrono::system_clock;
 
 system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
 
-// A claim's rows, less those held back behind a due timeout of their
-// session, which go to `held_back` (id and session).
-std::vector<core::OutboxMessage> decode(const Rows& rows,
-                                        std::vector<std::pair<core::RowId, std::string>>& held_back) {
-  std::vector<core::OutboxMessage> out;
-  out.reserve(static_cast<std::size_t>(rows.size()));
+core::OutboxMessage message_of(const Rows& rows, int r) {
+  core::OutboxMessage m;
+  m.id = rows.int64(r, sql::kId);
+  m.message_id = std::string(rows.text(r, sql::kMessageId));
+  m.destination = std::string(rows.text(r, sql::kDestination));
+  m.session_id = rows.optional_text(r, sql::kSessionId);
+  m.correlation_id = rows.optional_text(r, sql::kCorrelationId);
+  m.parent_message_id = rows.optional_text(r, sql::kParentMessageId);
+  m.originating_message_id = rows.optional_text(r, sql::kOriginatingMessageId);
+  m.subject = rows.optional_text(r, sql::kSubject);
+  m.content_type = rows.optional_text(r, sql::kContentType);
+  m.traceparent = rows.optional_text(r, sql::kTraceparent);
+  m.headers_json = std::string(rows.text(r, sql::kHeaders));
+  m.body = std::string(rows.text(r, sql::kBody));
+  if (auto ttl = rows.optional_int64(r, sql::kTtlMs)) m.ttl = std::chrono::milliseconds(*ttl);
+  m.created_at = from_epoch_us(rows.int64(r, sql::kCreatedUs));
+  // due_at only for scheduled rows: for immediate ones it says nothing.
+  if (rows.boolean(r, sql::kScheduled)) m.due_at = from_epoch_us(rows.int64(r, sql::kDueUs));
+  m.attempts = static_cast<int>(rows.int64(r, sql::kAttempts));
+  m.partition = static_cast<int>(rows.int64(r, sql::kPartition));
+  // A clock step on the server can make it negative: then it says nothing.
+  m.due_for = microseconds(std::max<std::int64_t>(0, rows.int64(r, sql::kDueForUs)));
+  return m;
+}
+
+// A statement's claimed rows: the rows, less those held back behind a due
+// timeout of their session, which go to `held_back` (id and session).
+core::ClaimedSet decode(const Rows& rows) {
+  core::ClaimedSet set;
+  set.read = static_cast<std::size_t>(rows.size());
+  if (rows.size() > 0) set.last_id = rows.int64(rows.size() - 1, sql::kId);
+  set.rows.reserve(set.read);
   for (int r = 0; r < rows.size(); ++r) {
     if (rows.boolean(r, sql::kHeldBack)) {
-      held_back.emplace_back(rows.int64(r, sql::kId), std::string(rows.text(r, sql::kSessionId)));
+      set.held_back.push_back({rows.int64(r, sql::kId), std::string(rows.text(r, sql::kSessionId))});
       continue;
     }
-    core::OutboxMessage m;
-    m.id = rows.int64(r, sql::kId);
-    m.message_id = std::string(rows.text(r, sql::kMessageId));
-    m.destination = std::string(rows.text(r, sql::kDestination));
-    m.session_id = rows.optional_text(r, sql::kSessionId);
-    m.correlation_id = rows.optional_text(r, sql::kCorrelationId);
-    m.parent_message_id = rows.optional_text(r, sql::kParentMessageId);
-    m.originating_message_id = rows.optional_text(r, sql::kOriginatingMessageId);
-    m.subject = rows.optional_text(r, sql::kSubject);
-    m.content_type = rows.optional_text(r, sql::kContentType);
-    m.traceparent = rows.optional_text(r, sql::kTraceparent);
-    m.headers_json = std::string(rows.text(r, sql::kHeaders));
-    m.body = std::string(rows.text(r, sql::kBody));
-    if (auto ttl = rows.optional_int64(r, sql::kTtlMs)) m.ttl = std::chrono::milliseconds(*ttl);
-    m.created_at = from_epoch_us(rows.int64(r, sql::kCreatedUs));
-    // due_at only for scheduled rows: for immediate ones it says nothing.
-    if (rows.boolean(r, sql::kScheduled)) m.due_at = from_epoch_us(rows.int64(r, sql::kDueUs));
-    m.attempts = static_cast<int>(rows.int64(r, sql::kAttempts));
-    m.partition = static_cast<int>(rows.int64(r, sql::kPartition));
-    // A clock step on the server can make it negative: then it says nothing.
-    m.due_for = microseconds(std::max<std::int64_t>(0, rows.int64(r, sql::kDueForUs)));
-    out.push_back(std::move(m));
+    set.rows.push_back(message_of(rows, r));
   }
-  return out;
+  return set;
 }
 
 // Whatever produced the error, PostgreSQL refuses invalid UTF-8 (22021) and
@@ -117,52 +121,25 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params,
   return connection_.exec_prepared(prefix_ + std::string(name), params, format);
 }
 
-core::Result<OutboxStore::Claim> OutboxStore::claim(const std::vector<int>& partitions, int limit,
+core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& partitions, int limit,
                                                    core::RowId after_id, std::span<const core::RowId> known) {
-  if (partitions.empty() || limit <= 0) return Claim{};
+  if (partitions.empty() || limit <= 0) return core::ClaimedSets{};
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
   const std::string known_ids = int_array_literal(known);
-  const std::string immediate_name = prefix_ + "claim_immediate";
-  const std::string scheduled_name = prefix_ + "claim_scheduled";
-  const std::string next_due_name = prefix_ + "time_to_next_due";
   // Binary format for the rows: bodies arrive as their bytes, not as hex text
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
   auto results = connection_.exec_prepared_pipeline(
-      {{immediate_name, {set, count, std::to_string(after_id), known_ids}, ResultFormat::binary},
-       {scheduled_name, {set, count, known_ids}, ResultFormat::binary},
-       {next_due_name, {set}}});
+      {{prefix_ + "claim_immediate", {set, count, std::to_string(after_id), known_ids}, ResultFormat::binary},
+       {prefix_ + "claim_scheduled", {set, count, known_ids}, ResultFormat::binary},
+       {prefix_ + "time_to_next_due", {set}}});
   if (!results) return in_context("claiming rows", results.error());
-  const Rows& immediate_rows = results.value()[0];
-  const Rows& scheduled_rows = results.value()[1];
-
-  // A full immediate batch may have left out rows above its last id; a
-  // scheduled row above that id waits for the next claim too, so that no
-  // session sees a higher id before a lower one. Fullness and the cursor
-  // count the rows held back too: the pass moves past them (they are found
-  // again by the next pass or the next claim after their timeout is marked).
-  Claim claim;
-  claim.next_due = wait_of(results.value()[2]);
-  core::RowId cut = std::numeric_limits<core::RowId>::max();
-  if (immediate_rows.size() > 0) claim.last_immediate_id = immediate_rows.int64(immediate_rows.size() - 1, sql::kId);
-  if (immediate_rows.size() == limit) {
-    cut = claim.last_immediate_id;
-    claim.immediate_full = true;
-  }
-  claim.scheduled_full = scheduled_rows.size() == limit;
-  auto immediate = decode(immediate_rows, claim.held_back);
-  auto scheduled = decode(scheduled_rows, claim.held_back);
-  auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
-  std::sort(scheduled.begin(), scheduled.end(), by_id);
-  auto& merged = claim.rows;
-  merged.reserve(immediate.size() + scheduled.size());
-  std::merge(std::make_move_iterator(immediate.begin()), std::make_move_iterator(immediate.end()),
-             std::make_move_iterator(scheduled.begin()), std::make_move_iterator(scheduled.end()),
-             std::back_inserter(merged), by_id);
-  merged.erase(std::find_if(merged.begin(), merged.end(), [cut](const core::OutboxMessage& m) { return m.id > cut; }),
-               merged.end());
-  return claim;
+  core::ClaimedSets sets;
+  sets.immediate = decode(results.value()[0]);
+  sets.scheduled = decode(results.value()[1]);
+  sets.next_due = wait_of(results.value()[2]);
+  return sets;
 }
 
 core::Result<int> OutboxStore::mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
@@ -208,8 +185,8 @@ core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int bat
   return static_cast<int>(rows.value().affected());
 }
 
-core::Status OutboxStore::set_idle(std::string_view instance_id, bool idle) {
-  return status_of(run("set_idle", {std::string(instance_id), std::string(idle ? "t" : "f")}),
+core::Status OutboxStore::arm_notify(std::string_view instance_id, bool armed) {
+  return status_of(run("set_idle", {std::string(instance_id), std::string(armed ? "t" : "f")}),
                    "updating this instance's idle flag");
 }
 

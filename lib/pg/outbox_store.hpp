@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "core/claimed_sets.hpp"
 #include "core/outbox_message.hpp"
 #include "core/result.hpp"
 #include "pg/connection.hpp"
@@ -65,8 +66,7 @@ class OutboxStore {
   // Due pending rows of these partitions whose session is not blocked by a
   // parked or backing-off earlier row, in id order: at most `limit`
   // immediate rows (lowest ids) and `limit` scheduled ones (earliest due_at).
-  // When the immediate batch is full, scheduled rows above its last id are
-  // left for the next claim. No lock or transaction outlives the call.
+  // No lock or transaction outlives the call.
   // Known gap: with more than `limit` scheduled rows due at once, a session
   // whose later-inserted row falls due before an earlier-inserted one can
   // receive them across two claims in due order rather than id order.
@@ -76,23 +76,11 @@ class OutboxStore {
   // short, which finds rows whose transactions committed late with lower ids.
   // Rows whose ids are in `known` (the caller has them already) are left out
   // and do not count towards `limit`, so a new pass reads none of them again.
-  struct Claim {
-    std::vector<core::OutboxMessage> rows;  // in id order
-    bool immediate_full = false;            // the immediate batch hit the limit: the pass goes on
-    bool scheduled_full = false;            // so did the due scheduled batch: more are due
-    core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
-    bool more() const { return immediate_full || scheduled_full; }
-    // Immediate rows left out because an earlier row of their session is a
-    // due timeout still pending: id and session. The pass moves past them,
-    // so the caller must hold back their sessions' later rows until the
-    // next pass finds them.
-    std::vector<std::pair<core::RowId, std::string>> held_back;
-    // time_to_next_due() as of the claim: the three statements go in one
-    // pipeline, one round trip, one transaction.
-    std::optional<std::chrono::milliseconds> next_due;
-  };
-  core::Result<Claim> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
-                            std::span<const core::RowId> known = {});
+  // The two batches come back as read, with time_to_next_due() as of the
+  // claim (three statements in one pipeline: one round trip, one
+  // transaction); dispatch::merge_claim() makes them one batch.
+  core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
+                                        std::span<const core::RowId> known = {});
 
   // The broker accepted these rows. One statement: UPDATE to dispatched
   // (retention keep) or DELETE (delete_rows). Only pending rows change.
@@ -115,11 +103,11 @@ class OutboxStore {
   // keep_for ago; returns how many.
   core::Result<int> purge(std::chrono::milliseconds keep_for, int batch);
 
-  // Upserts this instance's row: idle makes inserts NOTIFY the wake-up channel.
-  core::Status set_idle(std::string_view instance_id, bool idle);
+  // Upserts this instance's row: armed (the row's idle flag) makes inserts NOTIFY the wake-up channel.
+  core::Status arm_notify(std::string_view instance_id, bool armed);
   // Transactions of this database in progress right now (ids as text), and
   // which of those are still in progress later: a writer that looked for an
-  // idle instance before set_idle(true) committed sends no NOTIFY; see
+  // idle instance before arm_notify(true) committed sends no NOTIFY; see
   // dispatch::LateCommitWatch.
   core::Result<std::vector<std::string>> open_transactions();
   core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions);

@@ -44,8 +44,10 @@ class ConnectionHandler final : public proton::messaging_handler {
   static constexpr std::chrono::milliseconds kMaxTimerSlice{200};
   static constexpr std::chrono::milliseconds kCloseGrace{2000};  // for the broker to answer our close
 
+  // `clock` and `random` are used on the container thread only (random: reconnect jitter).
   ConnectionHandler(const config::BrokerConfig& broker, ConnectionSettings settings, proton::connection_options options,
-                    OutcomeSink& sink, std::atomic<bool>& connected);
+                    OutcomeSink& sink, std::atomic<bool>& connected, const core::Clock& clock,
+                    core::RandomSource& random);
 
   // Work handed in from other threads (through the container's work queue).
   // Rows are sent only while the clock reads before `send_before`.
@@ -80,7 +82,7 @@ class ConnectionHandler final : public proton::messaging_handler {
   enum class State { idle, connecting, up, waiting, stopping, stopped };
 
   using SteadyTime = core::SteadyTime;
-  static SteadyTime now() { return std::chrono::steady_clock::now(); }
+  SteadyTime now() const { return clock_.now(); }
 
   // Runs `step` and turns any exception into a failed connection.
   void guarded(const char* where, const std::function<void()>& step);
@@ -102,7 +104,8 @@ class ConnectionHandler final : public proton::messaging_handler {
   const proton::connection_options options_;
   OutcomeSink& sink_;
   std::atomic<bool>& connected_;
-  core::FastRandom random_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;  // reconnect jitter
   dispatch::Backoff backoff_;
   int failures_ = 0;  // connection attempts failed since the last stable connection
   LinkSet links_;

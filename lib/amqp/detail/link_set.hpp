@@ -45,8 +45,8 @@ class LinkSet {
 
   // Queues a message for `destination`, opening its link on `connection` when
   // there is none, and sends what the link's credit allows (`queued_at` is now).
-  void enqueue(proton::connection& connection, const std::string& destination, const Target& target,
-               Pending pending);
+  void queue_delivery(proton::connection& connection, const std::string& destination, const Target& target,
+                      Pending pending);
 
   // The peer granted credit on `sender`.
   void on_sendable(const proton::sender& sender, SteadyTime now);

@@ -25,7 +25,7 @@ Rate drain(OutboxStore& store, config::RetentionMode mode, int expected) {
   int done = 0;
   for (;;) {
     const auto before_claim = std::chrono::steady_clock::now();
-    auto claimed = store.claim(all_partitions(), 500);
+    auto claimed = claim(store, all_partitions(), 500);
     claiming += std::chrono::steady_clock::now() - before_claim;
     REQUIRE(claimed.ok());
     if (claimed.value().rows.empty()) break;

@@ -88,7 +88,7 @@ TEST_CASE("requeue and skip change parked rows only, and wake dispatchers", "[pg
   auto all = admin.requeue_all_parked();
   REQUIRE(all.ok());
   CHECK(all.value() == 1);
-  auto claimed = store.claim(all_partitions(), 10);
+  auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   CHECK(claimed.value().rows.size() == 3);  // p1, p3, pending
 }

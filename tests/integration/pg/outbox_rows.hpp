@@ -2,12 +2,25 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/outbox_message.hpp"
+#include "dispatch/claim_merge.hpp"
+#include "pg/outbox_store.hpp"
 #include "scratch_database.hpp"
 
 namespace outboxd::pg::testing {
+
+// A claim as the daemon sees it: the store's result sets merged by the pure core.
+inline core::Result<dispatch::Claim> claim(OutboxStore& store, const std::vector<int>& partitions, int limit,
+                                           core::RowId after_id = 0, std::span<const core::RowId> known = {}) {
+  auto sets = store.claim(partitions, limit, after_id, known);
+  if (!sets) return sets.error();
+  return dispatch::merge_claim(std::move(sets).value(), static_cast<std::size_t>(limit));
+}
 
 struct TestRow {
   std::string message_id;

@@ -40,25 +40,25 @@ TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][sto
   REQUIRE(store.listen().ok());
   CHECK(store.channel() == "outbox_wakeup");
 
-  REQUIRE(store.set_idle("instance-1", false).ok());
+  REQUIRE(store.arm_notify("instance-1", false).ok());
   insert(writer, {"busy", "s"});
   CHECK_FALSE(woken_within(daemon, 300));
 
-  REQUIRE(store.set_idle("instance-1", true).ok());
+  REQUIRE(store.arm_notify("instance-1", true).ok());
   CHECK(must(daemon, "SELECT idle FROM outbox.instances WHERE instance_id = 'instance-1'").boolean(0, 0));
   insert(writer, {"idle", "s"});
   CHECK(woken_within(daemon, 5000));
 
   SECTION("the wake-up survives a reconnect") {
     terminate_backend(daemon);
-    auto lost = store.claim(all_partitions(), 10);
+    auto lost = claim(store, all_partitions(), 10);
     REQUIRE_FALSE(lost.ok());
     CHECK(lost.error().kind == core::ErrorKind::transient);
     CHECK(daemon.last_failure().connection_lost);
     REQUIRE(daemon.reset().ok());
     insert(writer, {"after-reset", "s"});
     CHECK(woken_within(daemon, 5000));
-    auto claimed = store.claim(all_partitions(), 10);  // statements prepared again
+    auto claimed = claim(store, all_partitions(), 10);  // statements prepared again
     REQUIRE(claimed.ok());
     CHECK(claimed.value().rows.size() == 3);
   }

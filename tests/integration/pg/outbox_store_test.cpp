@@ -22,7 +22,7 @@ std::vector<core::RowId> ids_of(const std::vector<core::OutboxMessage>& messages
 }
 
 std::vector<core::RowId> claim_ids(OutboxStore& store, int limit = 100) {
-  auto claimed = store.claim(all_partitions(), limit);
+  auto claimed = claim(store, all_partitions(), limit);
   if (!claimed) FAIL("claim: " << claimed.error().message);
   return ids_of(claimed.value().rows);
 }
@@ -49,7 +49,7 @@ TEST_CASE("claim returns due rows of both kinds in id order with every column", 
   insert(connection, {"m-3", "s1", "now()", "now() + interval '1 hour'"});  // not yet due
   const core::RowId plain = insert(connection, {"m-4", std::nullopt});
 
-  auto claimed = store.claim(all_partitions(), 10);
+  auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   REQUIRE(ids_of(claimed.value().rows) == Ids{full, scheduled_due, plain});
 
@@ -100,7 +100,7 @@ TEST_CASE("claim reads bodies and numbers byte for byte (binary format)", "[pg][
       "INSERT INTO outbox.messages (message_id, destination, body, attempts) "
       "VALUES ('empty', 'orders', '', 7) RETURNING id").int64(0, 0);
 
-  auto claimed = store.claim(all_partitions(), 10);
+  auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   REQUIRE(ids_of(claimed.value().rows) == Ids{bytes, large, empty});
   std::string all;
@@ -154,15 +154,16 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   const core::RowId loose = insert(connection, {"loose", std::nullopt});
 
   // t2 waits behind t1, a3 behind both, whatever order the claim reads them in.
-  auto all = store.claim(all_partitions(), 10);
+  auto all = claim(store, all_partitions(), 10);
   REQUIRE(all.ok());
   CHECK(ids_of(all.value().rows) == Ids{t1, b5, loose});
   // a3 is read and reported, so that the caller holds back a's later rows in this pass.
   REQUIRE(all.value().held_back.size() == 1);
-  CHECK(all.value().held_back[0] == std::pair<core::RowId, std::string>{a3, "a"});
+  CHECK(all.value().held_back[0].id == a3);
+  CHECK(all.value().held_back[0].session == "a");
   // One row per batch: the immediate batch reads a3 and drops it (a pass
   // moves on past it); the scheduled batch takes t1 though t2 is due first.
-  auto one = store.claim(all_partitions(), 1);
+  auto one = claim(store, all_partitions(), 1);
   REQUIRE(one.ok());
   CHECK(ids_of(one.value().rows) == Ids{t1});
   CHECK(one.value().immediate_full);
@@ -187,14 +188,14 @@ TEST_CASE("claim leaves out the rows the caller holds, and they do not fill its 
 
   // A new pass from 0 while r1, r2 and t1 are in flight: two new rows per batch.
   const Ids known{rows[0], rows[1], t1};
-  auto claimed = store.claim(all_partitions(), 2, 0, known);
+  auto claimed = claim(store, all_partitions(), 2, 0, known);
   REQUIRE(claimed.ok());
   CHECK(ids_of(claimed.value().rows) == Ids{rows[2], rows[3]});  // t2 is above the full batch's last id
   CHECK(claimed.value().immediate_full);
   CHECK(claimed.value().last_immediate_id == rows[3]);
   CHECK_FALSE(claimed.value().scheduled_full);  // t1 is known: t2 alone is due and new
 
-  auto rest = store.claim(all_partitions(), 2, rows[3], known);
+  auto rest = claim(store, all_partitions(), 2, rows[3], known);
   REQUIRE(rest.ok());
   CHECK(ids_of(rest.value().rows) == Ids{t2});
   CHECK_FALSE(rest.value().more());
@@ -211,7 +212,7 @@ TEST_CASE("claim says how long each row has been due, by the database's clock", 
   retried.next_attempt_at = "now() - interval '3 seconds'";
   const core::RowId backed_off = insert(connection, retried);
 
-  auto claimed = store.claim(all_partitions(), 10);
+  auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   const auto& rows = claimed.value().rows;
   REQUIRE(ids_of(rows) == Ids{written, timeout, backed_off});
@@ -251,7 +252,7 @@ TEST_CASE("no scheduled row is claimed before its due_at, however often the clai
   std::set<core::RowId> seen;
   const auto until = std::chrono::steady_clock::now() + milliseconds(1300);
   while (std::chrono::steady_clock::now() < until) {
-    auto claimed = store.claim(all_partitions(), 10);
+    auto claimed = claim(store, all_partitions(), 10);
     REQUIRE(claimed.ok());
     const auto after = std::chrono::system_clock::now();
     for (const auto& m : claimed.value().rows) {
@@ -276,13 +277,13 @@ TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   for (int p : all_partitions()) {
     if (p != partition) others.push_back(p);
   }
-  auto none = store.claim(others, 10);
+  auto none = claim(store, others, 10);
   REQUIRE(none.ok());
   CHECK(none.value().rows.empty());
-  auto one = store.claim({partition}, 10);
+  auto one = claim(store, {partition}, 10);
   REQUIRE(one.ok());
   CHECK(ids_of(one.value().rows) == Ids{id});
-  auto empty = store.claim({}, 10);
+  auto empty = claim(store, {}, 10);
   REQUIRE(empty.ok());
   CHECK(empty.value().rows.empty());
 }
@@ -417,7 +418,7 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
   auto nothing = store.time_to_next_due(all_partitions());
   REQUIRE(nothing.ok());
   CHECK_FALSE(nothing.value().has_value());
-  auto claimed_nothing = store.claim(all_partitions(), 10);
+  auto claimed_nothing = claim(store, all_partitions(), 10);
   REQUIRE(claimed_nothing.ok());
   CHECK_FALSE(claimed_nothing.value().next_due.has_value());
 
@@ -443,7 +444,7 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
   CHECK(*backoff.value() > milliseconds(1000));
   CHECK(*backoff.value() <= milliseconds(2000));
   // A claim reads the same in its pipeline, without a round trip of its own.
-  auto claimed = store.claim(all_partitions(), 10);
+  auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   CHECK(claimed.value().rows.empty());
   REQUIRE(claimed.value().next_due.has_value());
@@ -576,7 +577,7 @@ TEST_CASE("a session in the dispatcher role alone runs every statement of the di
   auto purged = store.purge(std::chrono::hours(24), 10);
   REQUIRE(purged.ok());
   CHECK(purged.value() == 1);
-  CHECK(store.set_idle("dispatcher-only", true).ok());
+  CHECK(store.arm_notify("dispatcher-only", true).ok());
   CHECK(store.time_to_next_due(all_partitions()).ok());
   CHECK(store.open_transactions().ok());
 }

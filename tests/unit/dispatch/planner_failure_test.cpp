@@ -30,7 +30,7 @@ TEST_CASE("A rejection backs off with jitter and the row is retried before later
   REQUIRE(f.failures().size() == 1);
   check_failure(f.failures()[0], 1, 1, 110ms, "broker said no", false);
   CHECK(f.planner.counters().rejected == 1);
-  CHECK(f.planner.next_wakeup() == t0 + 110ms);
+  CHECK(f.planner.next_retry() == t0 + 110ms);
 
   CHECK(f.take().empty());  // 2 waits behind 1
   f.accept(3);
@@ -42,12 +42,12 @@ TEST_CASE("A rejection backs off with jitter and the row is retried before later
   CHECK(f.take().empty());
   f.clock.advance(1ms);
   CHECK(f.take() == Ids{1});
-  CHECK(f.planner.next_wakeup() == std::nullopt);
+  CHECK(f.planner.next_retry() == std::nullopt);
 
   f.reject(1, "still no");
   REQUIRE(f.failures().size() == 1);
   check_failure(f.failures()[0], 1, 2, 220ms, "still no", false);
-  CHECK(f.planner.next_wakeup() == t0 + 110ms + 220ms);
+  CHECK(f.planner.next_retry() == t0 + 110ms + 220ms);
   f.clock.advance(220ms);
   CHECK(f.take() == Ids{1});
   f.accept(1);
@@ -96,7 +96,9 @@ TEST_CASE("A row that cannot be made into a message is parked at its first attem
   REQUIRE(f.failures().size() == 1);
   check_failure(f.failures()[0], 1, 1, 0ms, R"(headers: key "a": arrays and objects are not supported)", true);
   CHECK(f.planner.counters().parked == 1);
-  CHECK(f.planner.next_wakeup() == std::nullopt);  // no retry timer
+  CHECK(f.planner.counters().unsendable == 1);
+  CHECK(f.planner.counters().rejected == 0);
+  CHECK(f.planner.next_retry() == std::nullopt);  // no retry timer
   CHECK(f.take().empty());                          // 2 stays behind its parked session
 }
 
@@ -111,7 +113,7 @@ TEST_CASE("Reaching max_attempts parks the row and drops its session's buffered 
   CHECK(f.planner.counters().rejected == 1);
   CHECK(f.planner.buffered() == 1);  // only B's row 5 is left
   CHECK(f.planner.in_flight() == 1);
-  CHECK(f.planner.next_wakeup() == std::nullopt);
+  CHECK(f.planner.next_retry() == std::nullopt);
   CHECK(f.planner.claim_room() == 1000 - 2);
 
   // Until the park is persisted, the claim may still return the session's rows.
@@ -192,7 +194,7 @@ TEST_CASE("released and unknown outcomes retry without counting an attempt", "[d
   CHECK(f.failures().empty());
   CHECK(f.planner.counters().released == 1);
   CHECK(f.planner.counters().unknown == 1);
-  CHECK(f.planner.next_wakeup() == t0 + 50ms);
+  CHECK(f.planner.next_retry() == t0 + 50ms);
   CHECK(f.take().empty());
   f.clock.advance(50ms);
   CHECK(f.take() == Ids{1, 3});  // 1 is the head of A again, before 2
@@ -244,7 +246,7 @@ TEST_CASE("Rows the fence held back never count as attempts and wait for their l
     REQUIRE(f.take() == Ids{1, 3});
     f.planner.on_outcome(1, outboxd::core::DeliveryOutcome::not_sent, "fence");
     f.planner.on_outcome(3, outboxd::core::DeliveryOutcome::not_sent, "fence");
-    CHECK(f.planner.next_wakeup() == f.clock.now() + 50ms);
+    CHECK(f.planner.next_retry() == f.clock.now() + 50ms);
     f.clock.advance(50ms);
   }
   CHECK(f.failures().empty());  // five in a row: never an attempt
@@ -313,16 +315,16 @@ TEST_CASE("releases_per_attempt <= 0 never counts releases", "[dispatch][planner
   CHECK(f.failures().empty());
 }
 
-TEST_CASE("next_wakeup is the earliest retry time of a row that could go out", "[dispatch][planner][wakeup]") {
+TEST_CASE("next_retry is the earliest retry time of a row that could go out", "[dispatch][planner][wakeup]") {
   const auto t0 = PlannerFixture().clock.now();
 
   SECTION("nothing waiting: no wake-up") {
     PlannerFixture f;
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
     f.add({row(1, "A")});
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
     f.take();
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
   }
   SECTION("several sessions: the earliest first, then the next") {
     PlannerFixture f;
@@ -333,16 +335,16 @@ TEST_CASE("next_wakeup is the earliest retry time of a row that could go out", "
     f.release(2);  // t0 + 60ms
     f.clock.advance(10ms);
     f.reject(3);  // t0 + 120ms
-    CHECK(f.planner.next_wakeup() == t0 + 60ms);
+    CHECK(f.planner.next_retry() == t0 + 60ms);
     f.clock.advance(40ms);
     CHECK(f.take() == Ids{2});
-    CHECK(f.planner.next_wakeup() == t0 + 100ms);
+    CHECK(f.planner.next_retry() == t0 + 100ms);
     f.clock.advance(40ms);
     CHECK(f.take() == Ids{1});
-    CHECK(f.planner.next_wakeup() == t0 + 120ms);
+    CHECK(f.planner.next_retry() == t0 + 120ms);
     f.clock.advance(20ms);
     CHECK(f.take() == Ids{3});
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
   }
   SECTION("a due time that was not acted on is reported in the past") {
     PlannerFixture f;
@@ -350,7 +352,7 @@ TEST_CASE("next_wakeup is the earliest retry time of a row that could go out", "
     f.take();
     f.release(1);
     f.clock.advance(1s);
-    CHECK(f.planner.next_wakeup() == t0 + 50ms);
+    CHECK(f.planner.next_retry() == t0 + 50ms);
   }
   SECTION("a row stuck behind another row of its session is left out") {
     auto policy = test_policy();
@@ -359,12 +361,12 @@ TEST_CASE("next_wakeup is the earliest retry time of a row that could go out", "
     f.add({row(1, "A"), row(2, "A"), row(3, "A")});
     CHECK(f.take() == Ids{1, 2});
     f.release(2);  // t0 + 50ms, head of A for now
-    CHECK(f.planner.next_wakeup() == t0 + 50ms);
+    CHECK(f.planner.next_retry() == t0 + 50ms);
     f.reject(1);   // t0 + 100ms, head of A: 2 is now stuck behind it
-    CHECK(f.planner.next_wakeup() == t0 + 100ms);
+    CHECK(f.planner.next_retry() == t0 + 100ms);
     f.clock.advance(100ms);
     CHECK(f.take() == Ids{1, 2});
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
   }
   SECTION("a waiting head with a free slot in its session is reported") {
     auto policy = test_policy();
@@ -376,18 +378,18 @@ TEST_CASE("next_wakeup is the earliest retry time of a row that could go out", "
     f.clock.advance(50ms);
     CHECK(f.take() == Ids{1});
     f.reject(2);   // t0 + 150ms: head of A, one slot free
-    CHECK(f.planner.next_wakeup() == t0 + 150ms);
+    CHECK(f.planner.next_retry() == t0 + 150ms);
   }
   SECTION("a parked or dropped waiting row no longer wakes anyone") {
     PlannerFixture f;
     f.add({row(1, "A", 0, 1), row(2, "B", 4, 2)});
     f.take();
     f.reject(1);
-    CHECK(f.planner.next_wakeup() == t0 + 100ms);
+    CHECK(f.planner.next_retry() == t0 + 100ms);
     f.planner.drop_partition(1);
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
     f.reject(2);  // parked
-    CHECK(f.planner.next_wakeup() == std::nullopt);
+    CHECK(f.planner.next_retry() == std::nullopt);
   }
 }
 

@@ -196,7 +196,7 @@ class Simulation {
     return !ids.empty();
   }
 
-  // Below the window, nothing publishable is left behind; next_wakeup is the
+  // Below the window, nothing publishable is left behind; next_retry is the
   // earliest retry time of a row that could go out then.
   void check_ready_and_wakeup(SteadyTime now) {
     std::optional<SteadyTime> earliest;
@@ -213,7 +213,7 @@ class Simulation {
       if (s.parked || !h || s.in_flight >= scenario_.per_session) continue;
       consider(model_.at(*h));
     }
-    REQUIRE(planner_.next_wakeup() == earliest);
+    REQUIRE(planner_.next_retry() == earliest);
   }
 
   void resolve_some() {
@@ -388,7 +388,7 @@ class Simulation {
       return;
     }
     // Idle: sleep until the planner or the table has something due.
-    std::optional<SteadyTime> next = planner_.next_wakeup();
+    std::optional<SteadyTime> next = planner_.next_retry();
     for (const RowId id : visible_) {
       const SteadyTime at = db_.at(id).next_attempt;
       if (at > clock_.now() && (!next || at < *next)) next = at;

@@ -1,16 +1,16 @@
-// WakeupPolicy: NOTIFY while rows trickle in, polling while they pour, hysteresis between.
+// NotifyPolicy: NOTIFY while rows trickle in, polling while they pour, hysteresis between.
 #include <catch2/catch.hpp>
 
-#include "dispatch/wakeup_policy.hpp"
+#include "dispatch/notify_policy.hpp"
 
 using namespace std::chrono_literals;
 using outboxd::core::ManualClock;
-using outboxd::dispatch::WakeupPolicy;
+using outboxd::dispatch::NotifyPolicy;
 
 namespace {
 
 // `rows` per claim, one claim every `every`, for `duration`.
-void stream(WakeupPolicy& policy, ManualClock& clock, std::size_t rows, std::chrono::milliseconds every,
+void stream(NotifyPolicy& policy, ManualClock& clock, std::size_t rows, std::chrono::milliseconds every,
             std::chrono::milliseconds duration) {
   for (auto t = 0ms; t < duration; t += every) {
     clock.advance(every);
@@ -22,7 +22,7 @@ void stream(WakeupPolicy& policy, ManualClock& clock, std::size_t rows, std::chr
 
 TEST_CASE("A trickle keeps writers notifying", "[dispatch][wakeup]") {
   ManualClock clock;
-  WakeupPolicy policy({}, clock.now());
+  NotifyPolicy policy({}, clock.now());
   CHECK_FALSE(policy.busy());
   stream(policy, clock, 1, 10ms, 1000ms);  // 100 rows/s
   CHECK_FALSE(policy.busy());
@@ -30,7 +30,7 @@ TEST_CASE("A trickle keeps writers notifying", "[dispatch][wakeup]") {
 
 TEST_CASE("A flood switches to polling, and back only below the lower rate", "[dispatch][wakeup]") {
   ManualClock clock;
-  WakeupPolicy policy({}, clock.now());
+  NotifyPolicy policy({}, clock.now());
   stream(policy, clock, 6, 10ms, 100ms);  // 600 rows/s
   CHECK(policy.busy());
   CHECK(policy.busy_poll() == 3ms);
@@ -44,7 +44,7 @@ TEST_CASE("A flood switches to polling, and back only below the lower rate", "[d
 
 TEST_CASE("The rate is judged per window, not per claim", "[dispatch][wakeup]") {
   ManualClock clock;
-  WakeupPolicy policy({}, clock.now());
+  NotifyPolicy policy({}, clock.now());
   clock.advance(1ms);
   policy.on_claim(40, clock.now());  // one burst, 40,000 rows/s for an instant
   CHECK_FALSE(policy.busy());

@@ -1,27 +1,23 @@
-// The run loop: claims rows, publishes them, records outcomes, sleeps when idle.
+// The run loop: moves rows and outcomes between its ports and the row book, one fixed list of steps per turn.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "amqp/publisher.hpp"
 #include "config/config.hpp"
 #include "config/reload.hpp"
 #include "core/clock.hpp"
-#include "daemon/database_link.hpp"
-#include "daemon/dispatcher_metrics.hpp"
-#include "daemon/event_loop.hpp"
 #include "daemon/lease_keeper.hpp"
-#include "daemon/outcome_queue.hpp"
+#include "daemon/ports.hpp"
+#include "daemon/run_loop_metrics.hpp"
 #include "daemon/service_manager.hpp"
-#include "dispatch/claim_pass.hpp"
 #include "dispatch/late_commit_watch.hpp"
+#include "dispatch/notify_policy.hpp"
 #include "dispatch/planner.hpp"
-#include "dispatch/wakeup_policy.hpp"
+#include "dispatch/row_book.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
@@ -31,15 +27,26 @@ namespace outboxd::daemon {
 // The planner's policy from the dispatch section, at start and after a reload.
 dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
 
-class Dispatcher {
+class RunLoop {
  public:
-  // The dispatcher owns the running configuration: a reload (SIGHUP) changes
+  // The loop owns the running configuration: a reload (SIGHUP) changes
   // the parts that can change at run time; its other parts stay as started.
-  Dispatcher(config::Config config, std::string instance_id, SignalWatcher& signals);
+  // The ports must outlive the loop.
+  RunLoop(config::Config config, std::string instance_id, Ports ports);
 
   // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero; 78 for a
-  // missing privilege, a configuration error that systemd does not restart).
+  // missing privilege, a configuration error that systemd does not restart):
+  // start(), iterate() while it returns true, finish().
   int run();
+
+  // The three parts of run(), apart for the unit tests. start() returns an
+  // exit code when the loop cannot start; iterate() is one turn of the loop
+  // (its last step sleeps) and returns false once the loop is to end.
+  std::optional<int> start();
+  bool iterate();
+  int finish();
+
+  const RunLoopMetrics& metrics() const { return metrics_; }
 
  private:
   // Accepted rows are marked in batches; a batch waits at most this long.
@@ -56,7 +63,6 @@ class Dispatcher {
   core::Status keep_database();
   void persist_decisions();
   void keep_leases();
-  void release_drained();
   void claim_rows();
   void publish_ready();
   void purge_finished();
@@ -64,14 +70,20 @@ class Dispatcher {
   void sleep_until_next_event();
   void update_health();
 
+  // Parts of those steps.
+  void note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events);
+  void count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after);
+  bool decisions_due() const;
+  std::optional<std::size_t> write_decisions();
+  void count_failure(const dispatch::FailureWrite& failure);
+  void release_drained();
+  void after_claim(const dispatch::RowBook::Claimed& claimed);
   bool finished_stopping() const;
-  std::vector<core::RowId> claimable_known_rows() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
   void stop_for(const core::Error& error);
-  void forget_rows(const std::vector<core::RowId>& ids);
   bool claim_possible() const;
-  void arm_wakeup(bool idle);
+  void arm_notify(bool armed);
   void check_late_commits();
   std::chrono::milliseconds sleep_budget();
 
@@ -79,35 +91,21 @@ class Dispatcher {
   std::string instance_id_;
   metrics::Registry registry_;
   metrics::Health health_;
-  DispatcherMetrics metrics_;
+  RunLoopMetrics metrics_;
   std::unique_ptr<metrics::HttpServer> http_;
-  core::SteadyClock clock_;
-  core::FastRandom random_;
-  SignalWatcher& signals_;
-  Wakeup wakeup_;
-  OutcomeQueue outcomes_;
-  dispatch::Planner planner_;
-  DatabaseLink db_;
+  Database& db_;
+  Broker& broker_;
+  Events& events_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;
+  dispatch::RowBook book_;  // the rows held, the claim pass and the planner: every rule
   LeaseKeeper leases_;
-  amqp::Publisher publisher_;
   ServiceManager service_;
   bool announced_ready_ = false;
 
-  // Payloads of the rows the planner knows, by id, with the moment each
-  // became due on our steady clock (claim time less how long it had been due).
-  struct KnownRow {
-    core::OutboxMessage message;
-    core::SteadyTime due_since;
-  };
-  std::unordered_map<core::RowId, KnownRow> rows_;
-
-  // Claim bookkeeping: `backlog_` means a claim may find rows; `pass_` is
-  // where the current pass over immediate rows stands.
-  bool backlog_ = true;
-  dispatch::ClaimPass pass_;
-  bool idle_ = false;            // marked idle in the database (NOTIFY armed)
+  bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
-  dispatch::WakeupPolicy wakeup_policy_;     // NOTIFY while rows trickle in, poll while they pour
+  dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
   std::optional<core::SteadyTime> next_busy_claim_;
   bool broker_up_ = false;
   std::optional<core::SteadyTime> next_due_;

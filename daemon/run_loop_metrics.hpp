@@ -1,12 +1,12 @@
-// The dispatcher's Prometheus metrics, registered once and updated by the run loop.
+// The run loop's Prometheus metrics, registered once and updated by the loop.
 #pragma once
 
 #include "metrics/registry.hpp"
 
 namespace outboxd::daemon {
 
-struct DispatcherMetrics {
-  explicit DispatcherMetrics(metrics::Registry& r)
+struct RunLoopMetrics {
+  explicit RunLoopMetrics(metrics::Registry& r)
       : claimed(r.counter("outboxd_rows_claimed_total", "Rows read from the outbox and handed to the planner")),
         published(r.counter("outboxd_deliveries_sent_total", "Deliveries handed to the broker")),
         accepted(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "accepted"}})),
@@ -55,7 +55,7 @@ struct DispatcherMetrics {
   static constexpr const char* kDelayHelp =
       "Time from a row becoming due (created_at, due_at of a timeout, or the end of a backoff; database "
       "clock up to the claim) until it was handed to the AMQP client or the broker accepted it";
-  // Finer than the default buckets where a healthy dispatcher lives: a few milliseconds.
+  // Finer than the default buckets where a healthy instance lives: a few milliseconds.
   static std::vector<double> delay_buckets() {
     return {0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5,
             10, 30, 60, 300};

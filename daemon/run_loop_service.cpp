@@ -8,12 +8,12 @@
 
 #include "config/loader.hpp"
 #include "daemon/config_loading.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon/run_loop.hpp"
 
 namespace outboxd::daemon {
 
-void Dispatcher::handle_signals() {
-  for (const int signal : signals_.take()) {
+void RunLoop::handle_signals() {
+  for (const int signal : events_.take_signals()) {
     if (signal == SIGHUP) {
       if (stopping_) spdlog::info("SIGHUP while stopping: not reloading");
       else reload();
@@ -21,7 +21,7 @@ void Dispatcher::handle_signals() {
     }
     if (!stopping_) {
       spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
-                   config_.dispatch.shutdown_timeout.count(), planner_.in_flight());
+                   config_.dispatch.shutdown_timeout.count(), book_.in_flight());
       stopping_ = true;
       health_.stopping = true;
       service_.stopping();
@@ -37,7 +37,7 @@ void Dispatcher::handle_signals() {
 // The file is read and checked in full before anything changes: an invalid
 // file is reported as check-config reports it and the running configuration
 // stays. Before start-up is announced, READY=1 must wait for the connections.
-void Dispatcher::reload() {
+void RunLoop::reload() {
   if (announced_ready_) service_.reloading();
   spdlog::info("SIGHUP: reloading {}", config_.source);
   auto loaded = config::load_file(config_.source);
@@ -54,14 +54,14 @@ void Dispatcher::reload() {
 
 // Everything the loop reads afresh needs nothing more; the planner, the logger
 // and the timers are told. Only key names are logged: a key may hold a secret.
-void Dispatcher::apply_reload(config::ReloadPlan plan) {
+void RunLoop::apply_reload(config::ReloadPlan plan) {
   const bool log_changed = std::any_of(plan.applied.begin(), plan.applied.end(),
                                        [](const std::string& key) { return key.starts_with("log."); });
   config_ = std::move(plan.config);
   if (log_changed) init_logging(config_);
   if (plan.applied.empty() && plan.needs_restart.empty()) spdlog::info("reload: no changes");
   if (!plan.applied.empty()) {
-    planner_.set_policy(planner_policy(config_.dispatch));
+    book_.set_policy(planner_policy(config_.dispatch));
     const auto now = clock_.now();
     next_poll_ = std::min(next_poll_, now + config_.dispatch.poll_interval);
     next_purge_ = std::min(next_purge_, now + config_.retention.purge_interval);
@@ -75,18 +75,18 @@ void Dispatcher::apply_reload(config::ReloadPlan plan) {
 
 // Ready for the service manager once rows can flow: the database and the
 // broker are both connected (once; reconnects later are no news to it).
-void Dispatcher::announce_ready() {
+void RunLoop::announce_ready() {
   if (announced_ready_ || !db_.up() || !broker_up_) return;
   service_.ready();
   announced_ready_ = true;
 }
 
-void Dispatcher::report_status(bool refresh) {
-  if (stopping_) return service_.status("stopping", fmt::format("{} in flight", planner_.in_flight()), refresh);
+void RunLoop::report_status(bool refresh) {
+  if (stopping_) return service_.status("stopping", fmt::format("{} in flight", book_.in_flight()), refresh);
   if (!db_.up()) return service_.status("connecting to the database", "", refresh);
   if (!broker_up_) return service_.status("waiting for the broker", "", refresh);
   if (!leases_.may_publish()) return service_.status("waiting for partition leases", "", refresh);
-  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", planner_.in_flight(), totals_.dispatched),
+  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), totals_.dispatched),
                   refresh);
 }
 

@@ -1,5 +1,5 @@
-// When the loop sleeps and what wakes it: NOTIFY arming, late commits, busy polling, timers.
-#include "daemon/dispatcher.hpp"
+// When the loop sleeps and what wakes it: NOTIFY, the poll, due rows, busy polling, timers.
+#include "daemon/run_loop.hpp"
 
 #include <algorithm>
 
@@ -18,37 +18,19 @@ milliseconds until(core::SteadyTime now, core::SteadyTime then) {
 
 }  // namespace
 
-void Dispatcher::arm_wakeup(bool idle) {
-  if (auto set = db_.store().set_idle(instance_id_, idle); !set) return fail_database(set.error());
-  idle_ = idle;
-  if (!idle) return late_commits_.clear();
-  // Read after the arming committed: whoever is still open may have inserted
-  // without NOTIFY and may commit after the claim that follows.
-  auto open = db_.store().open_transactions();
-  if (!open) return fail_database(open.error());
-  late_commits_.watch(std::move(open).value(), clock_.now());
+bool RunLoop::claim_possible() const {
+  return book_.claim_may_find_rows() && !stopping_ && db_.up() && leases_.may_publish() &&
+         book_.room_for_claim(static_cast<std::size_t>(config_.dispatch.batch_size));
 }
 
-void Dispatcher::check_late_commits() {
-  if (!late_commits_.check_due(clock_.now()) || !db_.up()) return;
-  auto open = db_.store().still_open(late_commits_.watched());
-  if (!open) return fail_database(open.error());
-  if (late_commits_.update(std::move(open).value(), clock_.now())) backlog_ = true;
-}
-
-bool Dispatcher::claim_possible() const {
-  const auto half_batch = static_cast<std::size_t>(config_.dispatch.batch_size) / 2;
-  return backlog_ && !stopping_ && db_.up() && leases_.may_publish() && planner_.claim_room() > half_batch;
-}
-
-milliseconds Dispatcher::sleep_budget() {
+milliseconds RunLoop::sleep_budget() {
   const auto now = clock_.now();
   if (stopping_) return std::min(kStopTick, until(now, stop_deadline_));
   auto deadline = std::min(next_poll_, next_stats_);
   auto consider = [&](std::optional<core::SteadyTime> t) {
     if (t) deadline = std::min(deadline, *t);
   };
-  consider(planner_.next_wakeup());
+  consider(book_.next_retry());
   consider(next_due_);
   consider(service_.next_ping());
   consider(next_busy_claim_);
@@ -67,37 +49,37 @@ milliseconds Dispatcher::sleep_budget() {
   return until(now, deadline);
 }
 
-void Dispatcher::sleep_until_next_event() {
+void RunLoop::sleep_until_next_event() {
   if (claim_possible()) return;  // more to read right away
-  if (!backlog_ && !idle_ && db_.notifications() && !wakeup_policy_.busy() && db_.up() && !stopping_) {
+  if (!book_.claim_may_find_rows() && !notify_armed_ && db_.notifications() && !notify_policy_.busy() && db_.up() &&
+      !stopping_) {
     // Caught up: ask writers to NOTIFY, then look once more, because a row
     // committed between the last claim and the arming sent no notification.
     // Without NOTIFY (a transaction pooler and no listen_url) writers are
     // never asked to send one, and the poll finds their rows.
-    arm_wakeup(true);
-    backlog_ = true;
+    arm_notify(true);
+    book_.expect_rows();
     if (claim_possible()) return;
   }
   // libpq reads a NOTIFY that arrives during a statement along with its
   // results and queues it: the socket will not become readable for it.
   if (db_.drain_notifications()) {
-    backlog_ = true;
+    book_.expect_rows();
     if (claim_possible()) return;
   }
-  const auto ready = wait_for_events(wakeup_, signals_, db_.socket(), sleep_budget());
-  if (ready.wakeup) wakeup_.clear();
-  if (ready.database && db_.drain_notifications()) backlog_ = true;
+  const auto ready = events_.wait(db_.socket(), sleep_budget());
+  if (ready.database && db_.drain_notifications()) book_.expect_rows();
   const auto now = clock_.now();
   if (now >= next_poll_) {
-    backlog_ = true;
+    book_.expect_rows();
     next_poll_ = now + config_.dispatch.poll_interval;
   }
   if (next_due_ && now >= *next_due_) {
-    backlog_ = true;
+    book_.expect_rows();
     next_due_.reset();
   }
   if (next_busy_claim_ && now >= *next_busy_claim_) {
-    backlog_ = true;
+    book_.expect_rows();
     next_busy_claim_.reset();
   }
   check_late_commits();

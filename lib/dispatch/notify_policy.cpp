@@ -1,11 +1,11 @@
 // Wake-up policy: arrival rate over fixed windows, with hysteresis between NOTIFY and polling.
-#include "dispatch/wakeup_policy.hpp"
+#include "dispatch/notify_policy.hpp"
 
 namespace outboxd::dispatch {
 
-WakeupPolicy::WakeupPolicy(Settings settings, core::SteadyTime now) : settings_(settings), window_start_(now) {}
+NotifyPolicy::NotifyPolicy(Settings settings, core::SteadyTime now) : settings_(settings), window_start_(now) {}
 
-void WakeupPolicy::on_claim(std::size_t rows, core::SteadyTime now) {
+void NotifyPolicy::on_claim(std::size_t rows, core::SteadyTime now) {
   window_rows_ += rows;
   const auto elapsed = now - window_start_;
   if (elapsed < settings_.window) return;

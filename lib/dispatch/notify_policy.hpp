@@ -13,7 +13,7 @@ namespace outboxd::dispatch {
 // arrive faster than busy_rate it stops asking and claims every busy_poll
 // instead, until the rate falls below idle_rate. The rate is measured over
 // windows of `window` from the rows each claim returned.
-class WakeupPolicy {
+class NotifyPolicy {
  public:
   struct Settings {
     double busy_rate = 500;   // rows/s: above this, poll
@@ -22,7 +22,7 @@ class WakeupPolicy {
     core::Duration busy_poll = std::chrono::milliseconds(3);
   };
 
-  explicit WakeupPolicy(Settings settings, core::SteadyTime now);
+  explicit NotifyPolicy(Settings settings, core::SteadyTime now);
 
   // A claim returned `rows` rows.
   void on_claim(std::size_t rows, core::SteadyTime now);

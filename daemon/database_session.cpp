@@ -1,5 +1,5 @@
 // Reconnect-with-backoff around the libpq connection; re-LISTEN after each connect, directly when pooled.
-#include "daemon/database_link.hpp"
+#include "daemon/database_session.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -8,7 +8,7 @@
 
 namespace outboxd::daemon {
 
-DatabaseLink::DatabaseLink(const config::Config& config, std::string instance_id, const core::Clock& clock,
+DatabaseSession::DatabaseSession(const config::Config& config, std::string instance_id, const core::Clock& clock,
                            core::RandomSource& random)
     : config_(config),
       instance_id_(std::move(instance_id)),
@@ -22,14 +22,14 @@ DatabaseLink::DatabaseLink(const config::Config& config, std::string instance_id
   }
 }
 
-bool DatabaseLink::notifications() const {
+bool DatabaseSession::notifications() const {
   return config_.database.pooler != config::Pooler::transaction || !config_.database.listen_url.empty();
 }
 
 // A transaction pooler hands each transaction to any server session, and a
 // LISTEN would stay behind on one of them: the wake-ups come over a direct
 // connection of their own, or not at all.
-core::Status DatabaseLink::listen() {
+core::Status DatabaseSession::listen() {
   const config::DatabaseConfig& database = config_.database;
   if (database.pooler != config::Pooler::transaction) return store_->listen();
   if (database.listen_url.empty()) return {};
@@ -46,8 +46,8 @@ core::Status DatabaseLink::listen() {
   return {};
 }
 
-core::Status DatabaseLink::ensure_connected() {
-  if (state_ == LinkState::up || clock_.now() < retry_at_) return {};
+core::Status DatabaseSession::ensure_connected() {
+  if (state_ == SessionState::up || clock_.now() < retry_at_) return {};
   auto connection = open_connection();
   core::Status ready = connection ? core::Status{} : core::Status{connection.error()};
   if (ready.ok()) {
@@ -66,7 +66,7 @@ core::Status DatabaseLink::ensure_connected() {
     return {};
   }
   spdlog::info("database connected ({} attempt{})", failures_ + 1, failures_ == 0 ? "" : "s");
-  state_ = LinkState::up;
+  state_ = SessionState::up;
   failures_ = 0;
   fresh_ = true;
   return {};
@@ -74,7 +74,7 @@ core::Status DatabaseLink::ensure_connected() {
 
 // The password file is read at every attempt, so a rotated password is used
 // from the next connection on; an unreadable file fails the attempt (retried).
-core::Result<pg::Connection> DatabaseLink::open_connection() const {
+core::Result<pg::Connection> DatabaseSession::open_connection() const {
   config::DatabaseConfig database = config_.database;
   if (!database.password_file.empty()) {
     auto password = config::read_secret_file(database.password_file, database.password_file);
@@ -84,16 +84,16 @@ core::Result<pg::Connection> DatabaseLink::open_connection() const {
   return pg::Connection::open(database, "outboxd " + instance_id_);
 }
 
-void DatabaseLink::lost(const core::Error& error) {
+void DatabaseSession::lost(const core::Error& error) {
   ++failures_;
   const auto delay = backoff_.delay(failures_, random_);
   // A fatal or forbidden error ends the run; the caller logged it, and there is no retry to announce.
   const bool retrying = error.kind != core::ErrorKind::fatal && error.kind != core::ErrorKind::forbidden;
-  if (retrying && (state_ == LinkState::up || failures_ == 1)) {
+  if (retrying && (state_ == SessionState::up || failures_ == 1)) {
     spdlog::warn("database unavailable: {}; retrying in {} ms", error.message,
                  std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
   }
-  state_ = LinkState::down;
+  state_ = SessionState::down;
   leases_.reset();
   store_.reset();
   listener_.reset();
@@ -101,28 +101,28 @@ void DatabaseLink::lost(const core::Error& error) {
   retry_at_ = clock_.now() + delay;
 }
 
-std::string DatabaseLink::privilege_fix() {
+std::string DatabaseSession::privilege_fix() {
   if (!connection_) return "";
   return pg::dispatcher_privilege_fix(*connection_, config_.outbox.schema);
 }
 
-bool DatabaseLink::just_connected() {
+bool DatabaseSession::just_connected() {
   const bool fresh = fresh_;
   fresh_ = false;
   return fresh;
 }
 
-std::optional<core::SteadyTime> DatabaseLink::next_attempt() const {
-  if (state_ == LinkState::up) return std::nullopt;
+std::optional<core::SteadyTime> DatabaseSession::next_attempt() const {
+  if (state_ == SessionState::up) return std::nullopt;
   return retry_at_;
 }
 
-pg::Connection& DatabaseLink::notified_on() { return listener_ ? *listener_ : *connection_; }
+pg::Connection& DatabaseSession::notified_on() { return listener_ ? *listener_ : *connection_; }
 
-int DatabaseLink::socket() { return state_ == LinkState::up ? notified_on().socket() : -1; }
+int DatabaseSession::socket() { return state_ == SessionState::up ? notified_on().socket() : -1; }
 
-bool DatabaseLink::drain_notifications() {
-  if (state_ != LinkState::up) return false;
+bool DatabaseSession::drain_notifications() {
+  if (state_ != SessionState::up) return false;
   auto notified = notified_on().consume_input_and_notifications();
   if (!notified) {
     lost(notified.error());

@@ -1,0 +1,108 @@
+// The Database port on libpq: the main thread's session, reconnected with backoff, LISTEN (directly when pooled).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "config/config.hpp"
+#include "core/clock.hpp"
+#include "core/result.hpp"
+#include "daemon/ports.hpp"
+#include "dispatch/backoff.hpp"
+#include "pg/connection.hpp"
+#include "pg/lease_store.hpp"
+#include "pg/outbox_store.hpp"
+
+namespace outboxd::daemon {
+
+// Explicit connection states, checked by the loop (no nested callbacks).
+enum class SessionState { down, up };
+
+// Also the RowStore and LeaseStore ports: each statement goes to the
+// pg::OutboxStore or pg::LeaseStore of the current connection.
+class DatabaseSession final : public Database, public RowStore, public LeaseStore {
+ public:
+  DatabaseSession(const config::Config& config, std::string instance_id, const core::Clock& clock,
+               core::RandomSource& random);
+
+  // Connects when down and the backoff allows it. A fatal error (bad
+  // credentials, schema not migrated) or a missing privilege (forbidden) is
+  // returned so the daemon can exit; transient ones only schedule the next attempt.
+  core::Status ensure_connected() override;
+
+  // Every operation that failed transiently calls this with the reason.
+  void lost(const core::Error& error) override;
+
+  // For a statement refused for a missing privilege (ErrorKind::forbidden):
+  // what to grant, asked of the refused session, so call it before lost().
+  std::string privilege_fix() override;
+
+  bool up() const override { return state_ == SessionState::up; }
+  bool just_connected() override;  // true once after each successful (re)connect
+  std::optional<core::SteadyTime> next_attempt() const override;
+  // Whether NOTIFY can wake the daemon: not behind a transaction pooler
+  // without database.listen_url, where it relies on its poll.
+  bool notifications() const override;
+  int socket() override;  // where NOTIFY arrives
+  bool drain_notifications() override;  // true if a NOTIFY arrived
+
+  RowStore& rows() override { return *this; }
+  LeaseStore& leases() override { return *this; }
+
+  // RowStore
+  core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
+                                        std::span<const core::RowId> known) override {
+    return store_->claim(partitions, limit, after_id, known);
+  }
+  core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
+                                    std::string_view owner) override {
+    return store_->mark_dispatched(ids, mode, owner);
+  }
+  core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures,
+                                    std::string_view owner) override {
+    return store_->record_failures(failures, owner);
+  }
+  core::Result<int> purge(std::chrono::milliseconds keep_for, int batch) override {
+    return store_->purge(keep_for, batch);
+  }
+  core::Status arm_notify(std::string_view instance_id, bool armed) override {
+    return store_->arm_notify(instance_id, armed);
+  }
+  core::Result<std::vector<std::string>> open_transactions() override { return store_->open_transactions(); }
+  core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions) override {
+    return store_->still_open(transactions);
+  }
+
+  // LeaseStore
+  core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl) override {
+    return leases_->balance(instance_id, ttl);
+  }
+  core::Status release(std::string_view instance_id, const std::vector<int>& partitions) override {
+    return leases_->release(instance_id, partitions);
+  }
+  core::Status release_all(std::string_view instance_id) override { return leases_->release_all(instance_id); }
+  core::Status deregister(std::string_view instance_id) override { return leases_->deregister(instance_id); }
+
+ private:
+  core::Result<pg::Connection> open_connection() const;
+
+  const config::Config& config_;
+  std::string instance_id_;
+  const core::Clock& clock_;
+  core::RandomSource& random_;
+  dispatch::Backoff backoff_;
+  SessionState state_ = SessionState::down;
+  int failures_ = 0;
+  bool fresh_ = false;
+  core::SteadyTime retry_at_{};
+  core::Status listen();
+  pg::Connection& notified_on();
+
+  std::optional<pg::Connection> connection_;
+  std::optional<pg::Connection> listener_;  // LISTEN on database.listen_url
+  std::optional<pg::OutboxStore> store_;
+  std::optional<pg::LeaseStore> leases_;
+};
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,209 @@
+// The run loop: start, one iteration as a fixed list of steps, finish; and the claim and publish steps.
+#include "daemon/run_loop.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/commands.hpp"
+
+namespace outboxd::daemon {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+// First look at transactions that were open when NOTIFY was armed; the delay
+// doubles up to the poll interval while they stay open.
+constexpr milliseconds kLateCommitCheck{10};
+
+// Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
+dispatch::NotifyPolicy::Settings notify_settings(const config::DispatchConfig& d) {
+  const auto rate = static_cast<double>(d.notify_max_rate);
+  return {rate, 0.4 * rate, std::chrono::milliseconds(100), d.busy_poll};
+}
+
+}  // namespace
+
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
+  dispatch::PlannerPolicy policy;
+  policy.window = static_cast<std::size_t>(d.in_flight);
+  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
+  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.max_attempts = d.max_attempts;
+  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
+  policy.release_retry = d.release_retry;
+  policy.releases_per_attempt = d.releases_per_attempt;
+  return policy;
+}
+
+RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
+    : config_(std::move(config)),
+      instance_id_(std::move(instance_id)),
+      metrics_(registry_),
+      db_(ports.database),
+      broker_(ports.broker),
+      events_(ports.events),
+      clock_(ports.clock),
+      random_(ports.random),
+      book_(planner_policy(config_.dispatch), clock_, random_),
+      leases_(config_.leases, instance_id_, clock_),
+      service_(clock_),
+      late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
+      notify_policy_(notify_settings(config_.dispatch), clock_.now()) {}
+
+int RunLoop::run() {
+  if (auto failed = start()) return *failed;
+  while (iterate()) {
+  }
+  return finish();
+}
+
+std::optional<int> RunLoop::start() {
+  spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
+  metrics::beat(health_, clock_.now());
+  if (!config_.http.listen.empty()) {
+    // The loop may sleep a whole poll interval when idle: only a longer silence is a stall.
+    const auto stale_after = std::chrono::ceil<std::chrono::seconds>(config_.dispatch.poll_interval) +
+                             std::chrono::seconds(30);
+    http_ = std::make_unique<metrics::HttpServer>(registry_, health_, stale_after);
+    if (auto listening = http_->start(config_.http.listen); !listening) {
+      spdlog::critical("{}", listening.error().message);
+      return 1;
+    }
+    spdlog::info("serving /metrics, /healthz and /readyz on {}", config_.http.listen);
+  }
+  if (auto started = broker_.start(); !started) {
+    spdlog::critical("cannot start the AMQP client: {}", started.error().message);
+    return 1;
+  }
+  if (broker_.plain_over_cleartext()) {
+    spdlog::warn("broker: SASL PLAIN sends the password in clear text over amqp:// to a non-loopback host; "
+                 "use amqps:// (or set broker.allow_insecure_plain to silence this)");
+  }
+  const auto now = clock_.now();
+  next_poll_ = now + config_.dispatch.poll_interval;
+  next_purge_ = now;
+  schedule_stats(now);
+  report_status(false);
+  return std::nullopt;
+}
+
+bool RunLoop::iterate() {
+  if (exit_code_) return false;
+  handle_signals();
+  apply_outcomes();
+  if (auto kept = keep_database(); !kept) {
+    stop_for(kept.error());
+    return false;
+  }
+  publish_ready();  // a session's next row goes out before the database round trips
+  persist_decisions();
+  keep_leases();
+  claim_rows();
+  publish_ready();
+  purge_finished();
+  log_stats();
+  if (stopping_ && finished_stopping()) return false;
+  announce_ready();
+  report_status(false);
+  service_.keep_alive();
+  update_health();
+  sleep_until_next_event();
+  return !exit_code_;
+}
+
+int RunLoop::finish() {
+  persist_decisions();
+  if (db_.up()) {
+    if (auto released = leases_.release(db_.leases()); !released) {
+      spdlog::warn("could not release leases: {}", released.error().message);
+    }
+    [[maybe_unused]] auto gone = db_.leases().deregister(instance_id_);
+  }
+  broker_.stop();
+  if (http_) http_->stop();
+  if (book_.in_flight() > 0) {
+    spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", book_.in_flight());
+  }
+  spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
+  return exit_code_.value_or(0);
+}
+
+core::Status RunLoop::keep_database() {
+  if (auto connected = db_.ensure_connected(); !connected) return connected;
+  if (db_.just_connected()) {
+    book_.restart_pass();
+    notify_armed_ = false;
+    late_commits_.clear();
+    leases_.force_renewal();
+  }
+  return {};
+}
+
+void RunLoop::fail_database(const core::Error& error) {
+  if (error.kind == core::ErrorKind::fatal || error.kind == core::ErrorKind::forbidden) stop_for(error);
+  metrics_.database_lost.inc();
+  db_.lost(error);
+}
+
+// Ends the run on an error that retrying cannot fix. A missing privilege exits
+// as a configuration error, which systemd does not restart: a restarted daemon
+// would publish the rows it could not mark again, and again.
+void RunLoop::stop_for(const core::Error& error) {
+  if (error.kind == core::ErrorKind::forbidden) {
+    spdlog::critical("database: {}; {}", error.message, db_.privilege_fix());
+    exit_code_ = kExitConfig;
+  } else {
+    spdlog::critical("database: {}", error.message);
+    exit_code_ = kExitFailure;
+  }
+}
+
+void RunLoop::claim_rows() {
+  if (!claim_possible()) return;
+  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size));
+  const auto started = clock_.now();
+  auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
+                               request.known);
+  if (!sets) return fail_database(sets.error());
+  metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
+  const auto claimed = book_.on_claim(std::move(sets).value(), request, started);
+  metrics_.claimed.inc(claimed.added);
+  notify_policy_.on_claim(claimed.rows, clock_.now());
+  after_claim(claimed);
+}
+
+// How the next claim comes about: at once while batches come back full, else
+// at the next due row, a NOTIFY, the poll, or the busy poll while rows pour in.
+void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
+  if (claimed.more) {
+    // A backlog: we keep claiming without being told, so writers need not NOTIFY.
+    if (notify_armed_) arm_notify(false);
+    return;
+  }
+  next_due_.reset();
+  if (claimed.next_due) next_due_ = clock_.now() + *claimed.next_due;
+  if (notify_policy_.busy()) {
+    // Rows pour in: writers need not NOTIFY, we look again shortly.
+    if (notify_armed_) arm_notify(false);
+    next_busy_claim_ = clock_.now() + notify_policy_.busy_poll();
+  }
+}
+
+void RunLoop::publish_ready() {
+  // Exiting: rows published now could not be marked.
+  if (stopping_ || exit_code_ || !broker_up_ || !leases_.may_publish()) return;
+  auto rows = book_.take_ready();
+  if (rows.empty()) return;
+  const auto now = clock_.now();
+  for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, row.id, now);
+  metrics_.published.inc(rows.size());
+  broker_.send(std::move(rows), leases_.valid_until());
+}
+
+bool RunLoop::finished_stopping() const {
+  return (book_.in_flight() == 0 && book_.pending_writes().empty()) || clock_.now() >= stop_deadline_;
+}
+
+}  // namespace outboxd::daemon

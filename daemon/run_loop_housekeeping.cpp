@@ -1,0 +1,73 @@
+// Housekeeping between claims: leases, retention purge, stats and health.
+#include "daemon/run_loop.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace outboxd::daemon {
+
+using std::chrono::milliseconds;
+
+void RunLoop::keep_leases() {
+  if (!db_.up() || stopping_) return;
+  std::vector<int> stopped;
+  std::vector<int> gained;
+  if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
+  book_.drop_partitions(stopped);
+  if (!gained.empty()) book_.restart_pass();  // rows of a new partition may lie below the cursor
+  release_drained();
+}
+
+// A draining partition is released once none of its rows is held any more.
+void RunLoop::release_drained() {
+  const auto& draining = leases_.draining();
+  if (draining.empty() || !db_.up()) return;
+  const auto drained = book_.drained(draining);
+  if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
+}
+
+void RunLoop::update_health() {
+  const auto now = clock_.now();
+  metrics::beat(health_, now);
+  health_.database_up = db_.up();
+  health_.broker_up = broker_up_;
+  health_.leases_held = leases_.may_publish();
+  metrics_.in_flight.set(static_cast<std::int64_t>(book_.in_flight()));
+  metrics_.buffered.set(static_cast<std::int64_t>(book_.buffered()));
+  metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
+}
+
+void RunLoop::purge_finished() {
+  const auto now = clock_.now();
+  if (now < next_purge_ || !db_.up() || stopping_) return;
+  next_purge_ = now + config_.retention.purge_interval;
+  const auto keep_for = config_.retention.mode == config::RetentionMode::keep ? config_.retention.keep_for
+                                                                               : milliseconds(0);
+  auto purged = db_.rows().purge(keep_for, config_.retention.purge_batch);
+  if (!purged) return fail_database(purged.error());
+  if (purged.value() > 0) spdlog::info("retention: purged {} finished rows", purged.value());
+  // A full batch means more is waiting: come back soon rather than at the interval.
+  if (purged.value() == config_.retention.purge_batch) next_purge_ = now + milliseconds(100);
+}
+
+void RunLoop::log_stats() {
+  const auto now = clock_.now();
+  if (now < next_stats_) return;
+  report_status(true);
+  const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
+  const auto delta = totals_.dispatched - last_stats_.dispatched;
+  if (delta > 0 || book_.in_flight() > 0 || book_.buffered() > 0) {
+    spdlog::info("dispatched {} ({:.0f}/s), in flight {}, buffered {}, retried {}, parked {}", delta,
+                 static_cast<double>(delta) / seconds, book_.in_flight(), book_.buffered(),
+                 totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
+  }
+  last_stats_ = totals_;
+  schedule_stats(now);
+}
+
+// stats_interval_ms 0 turns the stats line off (and its status refresh).
+void RunLoop::schedule_stats(core::SteadyTime now) {
+  const auto interval = config_.dispatch.stats_interval;
+  next_stats_ = interval.count() > 0 ? now + interval : core::SteadyTime::max();
+}
+
+}  // namespace outboxd::daemon

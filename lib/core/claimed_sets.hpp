@@ -1,0 +1,37 @@
+// One claim's result sets as the database returned them, before the claim pass's rules apply.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/outbox_message.hpp"
+
+namespace outboxd::core {
+
+// An immediate row left out because an earlier row of its session is a due
+// timeout still pending: only its id and session are read.
+struct HeldBackRow {
+  RowId id = 0;
+  std::string session;
+};
+
+// The rows of one statement (immediate or scheduled), in its order.
+struct ClaimedSet {
+  std::vector<OutboxMessage> rows;   // held-back rows left out
+  std::vector<HeldBackRow> held_back;
+  std::size_t read = 0;              // rows the statement returned, held-back ones included
+  RowId last_id = 0;                 // of the last row returned, held back or not; 0 when none
+};
+
+// The claim's three statements, sent in one pipeline: immediate rows in id
+// order, due scheduled rows in due order, and the wait until the next one.
+struct ClaimedSets {
+  ClaimedSet immediate;
+  ClaimedSet scheduled;
+  std::optional<std::chrono::milliseconds> next_due;
+};
+
+}  // namespace outboxd::core

@@ -1,0 +1,38 @@
+// Merge and cut of a claim's result sets.
+#include "dispatch/claim_merge.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <utility>
+
+namespace outboxd::dispatch {
+
+Claim merge_claim(core::ClaimedSets sets, std::size_t limit) {
+  Claim claim;
+  claim.next_due = sets.next_due;
+  claim.last_immediate_id = sets.immediate.last_id;
+  core::RowId cut = std::numeric_limits<core::RowId>::max();
+  if (limit > 0 && sets.immediate.read == limit) {
+    cut = sets.immediate.last_id;
+    claim.immediate_full = true;
+  }
+  claim.scheduled_full = limit > 0 && sets.scheduled.read == limit;
+  auto& immediate = sets.immediate.rows;
+  auto& scheduled = sets.scheduled.rows;
+  auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };
+  std::sort(scheduled.begin(), scheduled.end(), by_id);
+  claim.rows.reserve(immediate.size() + scheduled.size());
+  std::merge(std::make_move_iterator(immediate.begin()), std::make_move_iterator(immediate.end()),
+             std::make_move_iterator(scheduled.begin()), std::make_move_iterator(scheduled.end()),
+             std::back_inserter(claim.rows), by_id);
+  claim.rows.erase(std::find_if(claim.rows.begin(), claim.rows.end(),
+                                [cut](const core::OutboxMessage& m) { return m.id > cut; }),
+                   claim.rows.end());
+  claim.held_back = std::move(sets.immediate.held_back);
+  claim.held_back.insert(claim.held_back.end(), std::make_move_iterator(sets.scheduled.held_back.begin()),
+                         std::make_move_iterator(sets.scheduled.held_back.end()));
+  return claim;
+}
+
+}  // namespace outboxd::dispatch

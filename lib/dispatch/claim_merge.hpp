@@ -1,0 +1,36 @@
+// A claim's two result sets made one id-ordered batch: the cut that keeps every session in id order.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "core/claimed_sets.hpp"
+#include "core/outbox_message.hpp"
+
+namespace outboxd::dispatch {
+
+// The rows of one claim as the claim pass uses them.
+struct Claim {
+  std::vector<core::OutboxMessage> rows;  // in id order
+  bool immediate_full = false;            // the immediate batch hit the limit: the pass goes on
+  bool scheduled_full = false;            // so did the due scheduled batch: more are due
+  core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
+  // Immediate rows left out because an earlier row of their session is a due
+  // timeout still pending. The pass moves past them, so their sessions'
+  // later rows are held back until the next pass finds them.
+  std::vector<core::HeldBackRow> held_back;
+  std::optional<std::chrono::milliseconds> next_due;  // as of the claim
+  bool more() const { return immediate_full || scheduled_full; }
+};
+
+// Merges the immediate and the scheduled rows by id. A full immediate batch
+// (`limit` rows) may have left out rows above its last id; a scheduled row
+// above that id waits for the next claim too, so that no session sees a
+// higher id before a lower one. Fullness and the cursor count the rows held
+// back too: the pass moves past them (they are found again by the next pass
+// or the next claim after their timeout is marked).
+Claim merge_claim(core::ClaimedSets sets, std::size_t limit);
+
+}  // namespace outboxd::dispatch

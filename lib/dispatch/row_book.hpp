@@ -1,0 +1,100 @@
+// The rows this instance holds, from claim to mark: their payloads, the claim pass over the outbox, the planner.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/claimed_sets.hpp"
+#include "core/clock.hpp"
+#include "core/outbox_message.hpp"
+#include "dispatch/claim_pass.hpp"
+#include "dispatch/planner.hpp"
+
+namespace outboxd::dispatch {
+
+// Pure and single-threaded, like the planner it owns: the run loop hands it
+// what the database returned and what the broker said, and asks it what to
+// claim, publish and persist. It is the one owner of a row's payload, from
+// the claim until the row is forgotten (its outcome persisted, its partition
+// or session dropped); the planner beside it knows the row by id.
+//
+// Whether a claim may find rows: after a claim came back short, not until
+// something says so (a NOTIFY, the poll, a due timer, a late commit, a
+// timeout marked, new partitions, a new connection: expect_rows()).
+class RowBook {
+ public:
+  RowBook(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random);
+
+  void set_policy(PlannerPolicy policy) { planner_.set_policy(std::move(policy)); }
+
+  // --- claiming
+  struct ClaimRequest {
+    std::size_t limit = 0;
+    core::RowId after_id = 0;          // the pass's cursor
+    std::vector<core::RowId> known;    // rows the claim could return again: leave them out
+  };
+  bool claim_may_find_rows() const { return claim_may_find_rows_; }
+  void expect_rows() { claim_may_find_rows_ = true; }
+  // From the lowest id again, and claim: new partitions (their rows may lie
+  // below the cursor) or a new connection.
+  void restart_pass();
+  // Room for at least half a batch: a smaller claim is not worth its round trip.
+  bool room_for_claim(std::size_t batch_size) const { return planner_.claim_room() > batch_size / 2; }
+  ClaimRequest claim_request(std::size_t batch_size) const;
+
+  struct Claimed {
+    std::size_t rows = 0;    // rows returned (merged, held-back ones left out), before the pass's rules
+    std::size_t added = 0;   // rows handed to the planner
+    bool more = false;       // a batch was full: claim again without being told
+    std::optional<std::chrono::milliseconds> next_due;  // when the claim came back short
+  };
+  // The claim that `request` asked for, sent at `started`, returned `sets`.
+  Claimed on_claim(core::ClaimedSets sets, const ClaimRequest& request, core::SteadyTime started);
+
+  // --- publishing and outcomes
+  std::vector<core::OutboxMessage> take_ready();
+  void on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::string_view reason) {
+    planner_.on_outcome(id, outcome, reason);
+  }
+  // When the row became due on our clock (its claim's start less how long the
+  // database said it had been due); empty for a row not held.
+  std::optional<core::SteadyTime> due_since(core::RowId id) const;
+  const core::OutboxMessage* find(core::RowId id) const;
+
+  // --- persisting
+  const PendingWrites& pending_writes() const { return planner_.pending_writes(); }
+  // Every pending write was persisted. A timeout now marked may have held
+  // back later rows of its session: a claim finds them now.
+  void on_persisted();
+
+  // --- leases
+  void drop_partitions(const std::vector<int>& partitions);
+  // The draining partitions none of whose rows is held any more: every
+  // in-flight row has its outcome and that outcome is persisted, so the next
+  // owner neither publishes them again nor finds its marks fenced off.
+  std::vector<int> drained(const std::vector<int>& draining) const;
+
+  std::size_t in_flight() const { return planner_.in_flight(); }
+  std::size_t buffered() const { return planner_.buffered(); }
+  std::optional<core::SteadyTime> next_retry() const { return planner_.next_retry(); }
+  Planner::Counters counters() const { return planner_.counters(); }
+
+ private:
+  struct HeldRow {
+    core::OutboxMessage message;
+    core::SteadyTime due_since;
+  };
+
+  void forget_dropped();
+
+  Planner planner_;
+  ClaimPass pass_;
+  bool claim_may_find_rows_ = true;
+  std::unordered_map<core::RowId, HeldRow> rows_;  // every row the planner knows
+};
+
+}  // namespace outboxd::dispatch

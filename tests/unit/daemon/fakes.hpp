@@ -1,0 +1,262 @@
+// In-memory stand-ins for the run loop's ports: an outbox table, a broker, the events the loop sleeps on.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "daemon/ports.hpp"
+
+namespace outboxd::daemon::test {
+
+using namespace std::chrono_literals;
+
+// The outbox as the statements see it: a table of rows, the leases, the
+// connection. Marks and failures are fenced as the SQL fences them: only rows
+// of partitions the instance still holds change.
+class FakeDatabase final : public Database, public RowStore, public LeaseStore {
+ public:
+  enum class Status { pending, dispatched, parked };
+  struct Row {
+    core::OutboxMessage message;
+    Status status = Status::pending;
+    core::SteadyTime next_attempt{};
+    std::string last_error;
+  };
+
+  explicit FakeDatabase(const core::ManualClock& clock) : clock_(clock) {}
+
+  core::RowId insert(std::optional<std::string> session = std::nullopt, int partition = 0) {
+    const core::RowId id = ++last_id_;
+    Row row;
+    row.message.id = id;
+    row.message.message_id = "m" + std::to_string(id);
+    row.message.destination = "orders";
+    row.message.session_id = std::move(session);
+    row.message.partition = partition;
+    table[id] = std::move(row);
+    if (armed) notified_ = true;  // the writer saw an armed instance and sent NOTIFY
+    return id;
+  }
+  Status status(core::RowId id) const { return table.at(id).status; }
+  std::size_t count(Status status) const {
+    return static_cast<std::size_t>(
+        std::count_if(table.begin(), table.end(), [status](const auto& row) { return row.second.status == status; }));
+  }
+
+  // Database
+  core::Status ensure_connected() override {
+    if (up_ || clock_.now() < retry_at_) return {};
+    if (connect_error) return *connect_error;
+    up_ = true;
+    fresh_ = true;
+    return {};
+  }
+  void lost(const core::Error&) override {
+    ++losses;
+    up_ = false;
+    retry_at_ = clock_.now() + 100ms;
+  }
+  std::string privilege_fix() override { return "GRANT what is missing"; }
+  bool up() const override { return up_; }
+  bool just_connected() override { return std::exchange(fresh_, false); }
+  std::optional<core::SteadyTime> next_attempt() const override {
+    if (up_) return std::nullopt;
+    return retry_at_;
+  }
+  bool notifications() const override { return true; }
+  int socket() override { return -1; }
+  bool drain_notifications() override { return std::exchange(notified_, false); }
+  RowStore& rows() override { return *this; }
+  LeaseStore& leases() override { return *this; }
+
+  // RowStore: immediate rows only, in id order; a session waits behind an
+  // earlier row of its own that is parked or backing off.
+  core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
+                                        std::span<const core::RowId> known) override {
+    ++claims;
+    if (auto error = take(fail_claim)) return *error;
+    core::ClaimedSets sets;
+    std::set<std::string> blocked;
+    const auto now = clock_.now();
+    for (const auto& [id, row] : table) {
+      const auto& session = row.message.session_id;
+      const bool waiting = row.status == Status::parked || (row.status == Status::pending && row.next_attempt > now);
+      if (session && waiting) blocked.insert(*session);
+      if (row.status != Status::pending || row.next_attempt > now || id <= after_id) continue;
+      if (std::find(partitions.begin(), partitions.end(), row.message.partition) == partitions.end()) continue;
+      if (std::find(known.begin(), known.end(), id) != known.end()) continue;
+      if (session && blocked.contains(*session)) continue;
+      if (sets.immediate.read == static_cast<std::size_t>(limit)) break;
+      core::OutboxMessage message = row.message;
+      message.attempts = attempts_of(id);
+      sets.immediate.rows.push_back(std::move(message));
+      ++sets.immediate.read;
+      sets.immediate.last_id = id;
+    }
+    return sets;
+  }
+  core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode,
+                                    std::string_view) override {
+    if (auto error = take(fail_mark)) return *error;
+    int changed = 0;
+    for (const auto id : ids) {
+      Row& row = table.at(id);
+      if (row.status != Status::pending || !holds(row.message.partition)) continue;
+      row.status = Status::dispatched;
+      marked_at[id] = clock_.now();
+      ++changed;
+    }
+    return changed;
+  }
+  core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures, std::string_view) override {
+    if (auto error = take(fail_failures)) return *error;
+    int changed = 0;
+    for (const auto& failure : failures) {
+      Row& row = table.at(failure.id);
+      if (row.status != Status::pending || !holds(row.message.partition)) continue;
+      attempts[failure.id] = failure.attempts;
+      row.last_error = failure.error;
+      if (failure.park) row.status = Status::parked;
+      else row.next_attempt = clock_.now() + failure.retry_in;
+      ++changed;
+    }
+    return changed;
+  }
+  core::Result<int> purge(std::chrono::milliseconds, int) override { return 0; }
+  core::Status arm_notify(std::string_view, bool on) override {
+    armed = on;
+    return {};
+  }
+  core::Result<std::vector<std::string>> open_transactions() override { return std::vector<std::string>(); }
+  core::Result<std::vector<std::string>> still_open(const std::vector<std::string>&) override {
+    return std::vector<std::string>();
+  }
+
+  // LeaseStore: grants `held` at every balance, those in `over_share` flagged so.
+  core::Result<std::vector<pg::Lease>> balance(std::string_view, std::chrono::milliseconds ttl) override {
+    std::vector<pg::Lease> leases;
+    for (const int partition : held) leases.push_back({partition, 1, ttl, over_share.contains(partition)});
+    return leases;
+  }
+  core::Status release(std::string_view, const std::vector<int>& partitions) override {
+    for (const int partition : partitions) {
+      std::erase(held, partition);
+      released.push_back(partition);
+    }
+    return {};
+  }
+  core::Status release_all(std::string_view) override {
+    released_all = true;
+    return {};
+  }
+  core::Status deregister(std::string_view) override {
+    deregistered = true;
+    return {};
+  }
+
+  std::map<core::RowId, Row> table;
+  std::map<core::RowId, int> attempts;  // as recorded by record_failures
+  std::map<core::RowId, core::SteadyTime> marked_at;
+  std::vector<int> held{0};
+  std::set<int> over_share;
+  std::vector<int> released;  // by release()
+  bool armed = false;
+  bool released_all = false;
+  bool deregistered = false;
+  int claims = 0;
+  int losses = 0;
+  std::optional<core::Error> connect_error;
+  // One-shot failures of the next statement of that kind.
+  std::optional<core::Error> fail_claim, fail_mark, fail_failures;
+
+ private:
+  static std::optional<core::Error> take(std::optional<core::Error>& failure) { return std::exchange(failure, {}); }
+  bool holds(int partition) const { return std::find(held.begin(), held.end(), partition) != held.end(); }
+  int attempts_of(core::RowId id) const {
+    const auto it = attempts.find(id);
+    return it == attempts.end() ? 0 : it->second;
+  }
+
+  const core::ManualClock& clock_;
+  core::RowId last_id_ = 0;
+  bool up_ = false;
+  bool fresh_ = false;
+  bool notified_ = false;
+  core::SteadyTime retry_at_{};
+};
+
+// The broker: answers every row sent with answer(row) at once, or holds them
+// all (hold = true) until the test answers.
+class FakeBroker final : public Broker {
+ public:
+  core::Status start() override {
+    news_.connection_events.push_back({true, "fake broker"});
+    return {};
+  }
+  void send(std::vector<core::OutboxMessage> rows, core::SteadyTime) override {
+    for (auto& row : rows) {
+      sent.push_back(row.id);
+      if (hold) held.push_back(row.id);
+      else news_.outcomes.push_back({row.id, answer(row), "by the fake broker"});
+    }
+  }
+  BrokerNews take_news() override { return std::exchange(news_, {}); }
+  void stop() override { stopped = true; }
+  bool plain_over_cleartext() const override { return false; }
+  bool has_news() const { return !news_.outcomes.empty() || !news_.connection_events.empty(); }
+
+  // Answers every held row with `outcome`.
+  void answer_held(core::DeliveryOutcome outcome) {
+    for (const auto id : held) news_.outcomes.push_back({id, outcome, "by the test"});
+    held.clear();
+  }
+  std::size_t times_sent(core::RowId id) const {
+    return static_cast<std::size_t>(std::count(sent.begin(), sent.end(), id));
+  }
+
+  std::function<core::DeliveryOutcome(const core::OutboxMessage&)> answer = [](const core::OutboxMessage&) {
+    return core::DeliveryOutcome::accepted;
+  };
+  bool hold = false;
+  std::vector<core::RowId> sent;
+  std::vector<core::RowId> held;
+  bool stopped = false;
+
+ private:
+  BrokerNews news_;
+};
+
+// Sleeping moves the manual clock by the whole timeout, unless the broker
+// has news: then the wake-up is readable at once, as the eventfd would be.
+class FakeEvents final : public Events {
+ public:
+  FakeEvents(core::ManualClock& clock, const FakeBroker& broker) : clock_(clock), broker_(broker) {}
+
+  std::vector<int> take_signals() override { return std::exchange(signals, {}); }
+  Readiness wait(int, std::chrono::milliseconds timeout) override {
+    if (broker_.has_news()) return {.news = true};
+    ++sleeps;
+    slept += timeout;
+    clock_.advance(timeout);
+    return {};
+  }
+
+  std::vector<int> signals;
+  int sleeps = 0;
+  std::chrono::milliseconds slept{0};
+
+ private:
+  core::ManualClock& clock_;
+  const FakeBroker& broker_;
+};
+
+}  // namespace outboxd::daemon::test

@@ -1,0 +1,247 @@
+// The whole run loop driven through its ports: fake outbox and broker, a manual clock, fixed randomness.
+#include <catch2/catch.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "daemon/run_loop.hpp"
+#include "fakes.hpp"
+
+namespace outboxd::daemon::test {
+namespace {
+
+using Status = FakeDatabase::Status;
+using core::DeliveryOutcome;
+
+config::Config test_config() {
+  config::Config config;
+  config.dispatch.batch_size = 10;
+  config.dispatch.in_flight = 100;
+  config.dispatch.max_attempts = 3;
+  config.dispatch.backoff_initial = 100ms;
+  config.dispatch.backoff_max = 1s;
+  config.dispatch.poll_interval = 1s;
+  config.dispatch.shutdown_timeout = 2s;
+  return config;
+}
+
+struct LoopFixture {
+  explicit LoopFixture(config::Config config = test_config())
+      : database(clock), events(clock, broker), loop(std::move(config), "test-instance", {database, broker, events, clock, random}) {
+    spdlog::set_level(spdlog::level::off);
+    REQUIRE_FALSE(loop.start().has_value());
+  }
+  ~LoopFixture() { spdlog::set_level(spdlog::level::info); }
+
+  // Turns the loop until `done` holds; false if the loop ended or 500 turns did not get there.
+  template <class Done>
+  bool turn_until(Done done) {
+    for (int i = 0; i < 500; ++i) {
+      if (done()) return true;
+      if (!loop.iterate()) return done();
+    }
+    return false;
+  }
+  bool all(Status status) const { return database.count(status) == database.table.size(); }
+  // SIGTERM, then turns until the loop ends; the exit code.
+  int stop() {
+    events.signals.push_back(SIGTERM);
+    for (int i = 0; i < 500 && loop.iterate(); ++i) {
+    }
+    return loop.finish();
+  }
+
+  core::ManualClock clock;
+  core::FixedRandom random{0.5};  // no jitter: backoffs are 100 ms, 200 ms, ...
+  FakeDatabase database;
+  FakeBroker broker;
+  FakeEvents events;
+  RunLoop loop;
+};
+
+}  // namespace
+
+TEST_CASE("Run loop: claimed rows are published, accepted and marked dispatched", "[daemon][run_loop]") {
+  LoopFixture f;
+  const auto a = f.database.insert("s");
+  const auto b = f.database.insert("s");
+  const auto c = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
+  CHECK(f.broker.sent == std::vector<core::RowId>{a, c, b});  // b waits for a's acceptance (strict order)
+  const auto& m = f.loop.metrics();
+  CHECK(m.claimed.value() == 3);
+  CHECK(m.published.value() == 3);
+  CHECK(m.accepted.value() == 3);
+  CHECK(m.dispatched.value() == 3);
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: caught up, it arms NOTIFY, and a notified row is claimed without waiting for the poll",
+          "[daemon][run_loop]") {
+  auto config = test_config();
+  config.dispatch.poll_interval = std::chrono::hours(1);
+  LoopFixture f(config);
+  f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched) && f.database.armed; }));
+  const auto before = f.clock.now();
+  const auto id = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.database.status(id) == Status::dispatched; }));
+  CHECK(f.database.marked_at[id] - before < 100ms);  // not at the next poll
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: a rejected row is retried after its backoff and parked at max_attempts",
+          "[daemon][run_loop]") {
+  LoopFixture f;
+  f.broker.answer = [](const core::OutboxMessage&) { return DeliveryOutcome::rejected; };
+  const auto id = f.database.insert("s");
+  const auto later = f.database.insert("s");
+  REQUIRE(f.turn_until([&] { return f.database.status(id) == Status::parked; }));
+  CHECK(f.broker.times_sent(id) == 3);
+  CHECK(f.broker.times_sent(later) == 0);  // its session is parked behind it
+  CHECK(f.database.attempts[id] == 3);
+  const auto& m = f.loop.metrics();
+  CHECK(m.rejected.value() == 3);
+  CHECK(m.retried.value() == 2);
+  CHECK(m.parked.value() == 1);
+  CHECK(m.dispatched.value() == 0);
+  CHECK(f.database.status(later) == Status::pending);
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: a row that cannot be made into a message is parked at once", "[daemon][run_loop]") {
+  LoopFixture f;
+  f.broker.answer = [](const core::OutboxMessage&) { return DeliveryOutcome::unsendable; };
+  const auto id = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.database.status(id) == Status::parked; }));
+  CHECK(f.broker.times_sent(id) == 1);
+  CHECK(f.loop.metrics().unsendable.value() == 1);
+  CHECK(f.loop.metrics().rejected.value() == 0);
+  CHECK(f.loop.metrics().parked.value() == 1);
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its marks are fenced off",
+          "[daemon][run_loop]") {
+  auto config = test_config();
+  config.dispatch.in_flight = 2;
+  LoopFixture f(config);
+  f.broker.hold = true;
+  for (int i = 0; i < 4; ++i) f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
+  f.broker.hold = false;
+  f.database.held.clear();  // another instance took the partition
+  REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 0; }));
+  f.broker.answer_held(DeliveryOutcome::accepted);
+  REQUIRE(f.turn_until([&] { return f.loop.metrics().accepted.value() == 2; }));
+  f.loop.iterate();
+  CHECK(f.broker.sent.size() == 2);  // the two buffered rows were never published
+  CHECK(f.all(Status::pending));     // the marks were fenced: the next owner publishes them again
+  CHECK(f.loop.metrics().buffered.value() == 0);
+  f.database.held = {0};  // the partition comes back: every row goes out again, none is lost
+  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
+  for (const auto& [id, row] : f.database.table) CHECK(f.broker.times_sent(id) == (id <= 2 ? 2 : 1));
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: a partition over the share is released once its rows in flight are marked",
+          "[daemon][run_loop]") {
+  LoopFixture f;
+  f.database.held = {0, 1};
+  f.broker.hold = true;
+  const auto kept = f.database.insert(std::nullopt, 0);
+  const auto draining = f.database.insert(std::nullopt, 1);
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
+  f.database.over_share = {1};  // another instance joined: partition 1 is to be handed over
+  f.clock.advance(10s);         // renew_interval
+  REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 1; }));
+  const auto later = f.database.insert(std::nullopt, 1);
+  for (int i = 0; i < 5; ++i) f.loop.iterate();
+  CHECK(f.database.released.empty());  // its row is still in flight
+  CHECK(f.broker.times_sent(later) == 0);  // draining: no new rows claimed
+  f.broker.answer_held(DeliveryOutcome::accepted);
+  REQUIRE(f.turn_until([&] { return !f.database.released.empty(); }));
+  CHECK(f.database.released == std::vector<int>{1});
+  CHECK(f.database.status(kept) == Status::dispatched);
+  CHECK(f.database.status(draining) == Status::dispatched);  // marked before the release
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: a database error mid-pipeline reconnects and persists what was decided, publishing nothing twice",
+          "[daemon][run_loop]") {
+  LoopFixture f;
+  const auto a = f.database.insert("s");
+  const auto b = f.database.insert("s");
+  f.database.fail_mark = core::transient_error("connection reset");
+  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
+  CHECK(f.database.losses == 1);
+  CHECK(f.loop.metrics().database_lost.value() == 1);
+  CHECK(f.broker.times_sent(a) == 1);
+  CHECK(f.broker.times_sent(b) == 1);
+  f.database.fail_claim = core::transient_error("server closed the connection");
+  const auto c = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.database.status(c) == Status::dispatched; }));
+  CHECK(f.database.losses == 2);
+  CHECK(f.broker.times_sent(c) == 1);
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: SIGTERM waits for outstanding outcomes, persists them and releases the leases",
+          "[daemon][run_loop]") {
+  LoopFixture f;
+  f.broker.hold = true;
+  const auto id = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 1; }));
+  f.events.signals.push_back(SIGTERM);
+  CHECK(f.loop.iterate());  // still waiting for the outcome
+  f.broker.answer_held(DeliveryOutcome::accepted);
+  int turns = 0;
+  while (f.loop.iterate() && ++turns < 100) {
+  }
+  CHECK(f.loop.finish() == 0);
+  CHECK(f.database.status(id) == Status::dispatched);
+  CHECK(f.database.released_all);
+  CHECK(f.database.deregistered);
+  CHECK(f.broker.stopped);
+}
+
+TEST_CASE("Run loop: past shutdown_timeout it exits 0 and leaves unconfirmed rows pending", "[daemon][run_loop]") {
+  LoopFixture f;
+  f.broker.hold = true;
+  const auto id = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 1; }));
+  const auto stopped_at = f.clock.now();
+  CHECK(f.stop() == 0);
+  CHECK(f.clock.now() - stopped_at >= 2s);
+  CHECK(f.database.status(id) == Status::pending);
+}
+
+TEST_CASE("Run loop: a mark refused for a missing privilege ends the loop with exit code 78, publishing no more",
+          "[daemon][run_loop]") {
+  auto config = test_config();
+  config.dispatch.batch_size = 2;  // the two outcomes make a full batch: marked in the turn they arrive
+  LoopFixture f(config);
+  f.broker.hold = true;
+  const auto a = f.database.insert("s");
+  const auto b = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
+  f.database.fail_mark = core::Error{core::ErrorKind::forbidden, "permission denied for table messages"};
+  f.broker.answer_held(DeliveryOutcome::accepted);
+  const auto c = f.database.insert();
+  int turns = 0;
+  while (f.loop.iterate() && ++turns < 100) {
+  }
+  CHECK(f.loop.finish() == 78);
+  CHECK(f.database.status(a) == Status::pending);
+  CHECK(f.database.status(b) == Status::pending);
+  CHECK(f.broker.times_sent(c) == 0);
+}
+
+TEST_CASE("Run loop: a fatal database error ends the loop with exit code 1", "[daemon][run_loop]") {
+  LoopFixture f;
+  f.database.connect_error = core::fatal_error("password authentication failed");
+  CHECK_FALSE(f.loop.iterate());
+  CHECK(f.loop.finish() == 1);
+}
+
+}  // namespace outboxd::daemon::test

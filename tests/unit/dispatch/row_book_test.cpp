@@ -1,0 +1,169 @@
+// RowBook and merge_claim: the claim pass's rules and the payloads held from claim to mark, with no database.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "dispatch/claim_merge.hpp"
+#include "dispatch/row_book.hpp"
+#include "planner_fixture.hpp"
+
+namespace outboxd::dispatch::test {
+namespace {
+
+core::OutboxMessage message(core::RowId id, std::optional<std::string> session = std::nullopt, int partition = 0) {
+  core::OutboxMessage m;
+  m.id = id;
+  m.message_id = numbered("m", id);
+  m.session_id = std::move(session);
+  m.partition = partition;
+  return m;
+}
+
+core::OutboxMessage timeout(core::RowId id, std::optional<std::string> session = std::nullopt) {
+  auto m = message(id, std::move(session));
+  m.due_at = std::chrono::system_clock::time_point(std::chrono::hours(1));
+  return m;
+}
+
+// An immediate set of `rows` as read, held-back rows given as (id, session) after them in id order.
+core::ClaimedSet immediate(std::vector<core::OutboxMessage> rows, std::vector<core::HeldBackRow> held_back = {}) {
+  core::ClaimedSet set;
+  set.read = rows.size() + held_back.size();
+  for (const auto& row : rows) set.last_id = std::max(set.last_id, row.id);
+  for (const auto& held : held_back) set.last_id = std::max(set.last_id, held.id);
+  set.rows = std::move(rows);
+  set.held_back = std::move(held_back);
+  return set;
+}
+
+Ids ids_of(const std::vector<core::OutboxMessage>& rows) {
+  Ids ids;
+  for (const auto& row : rows) ids.push_back(row.id);
+  return ids;
+}
+
+struct BookFixture {
+  core::ManualClock clock;
+  core::FixedRandom random{0.5};
+  RowBook book{test_policy(), clock, random};
+
+  RowBook::Claimed claim(core::ClaimedSets sets, std::size_t batch = 10) {
+    const auto request = book.claim_request(batch);
+    return book.on_claim(std::move(sets), request, clock.now());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("merge_claim: scheduled rows above a full immediate batch wait for the next claim",
+          "[dispatch][row_book]") {
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1), message(5)});
+  core::ClaimedSet scheduled;
+  scheduled.rows = {timeout(7), timeout(3)};  // due order
+  scheduled.read = 2;
+  sets.scheduled = scheduled;
+  const auto full = merge_claim(sets, 2);
+  CHECK(ids_of(full.rows) == Ids{1, 3, 5});
+  CHECK(full.immediate_full);
+  CHECK(full.scheduled_full);
+  CHECK(full.last_immediate_id == 5);
+  const auto short_claim = merge_claim(sets, 3);
+  CHECK(ids_of(short_claim.rows) == Ids{1, 3, 5, 7});
+  CHECK_FALSE(short_claim.more());
+}
+
+TEST_CASE("merge_claim: rows held back count towards a full batch and move the cursor", "[dispatch][row_book]") {
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1)}, {{4, "a"}});
+  const auto claim = merge_claim(sets, 2);
+  CHECK(claim.immediate_full);
+  CHECK(claim.last_immediate_id == 4);
+  REQUIRE(claim.held_back.size() == 1);
+  CHECK(claim.held_back[0].session == "a");
+  CHECK(ids_of(claim.rows) == Ids{1});
+}
+
+TEST_CASE("RowBook holds the payloads of claimed rows and hands them out in the planner's order",
+          "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1, "s"), message(2, "s"), message(3)});
+  const auto claimed = f.claim(sets);
+  CHECK(claimed.added == 3);
+  CHECK_FALSE(claimed.more);
+  CHECK_FALSE(f.book.claim_may_find_rows());  // the claim came back short
+  const auto ready = f.book.take_ready();
+  CHECK(ids_of(ready) == Ids{1, 3});
+  CHECK(ready[0].message_id == "m1");
+  // Claimed again (a new pass), the rows held are left out of the claim and ignored.
+  f.book.restart_pass();
+  auto known = f.book.claim_request(10).known;
+  std::sort(known.begin(), known.end());
+  CHECK(known == Ids{1, 2, 3});
+  CHECK(f.claim(sets).added == 0);
+}
+
+TEST_CASE("RowBook forgets a payload once its outcome is persisted", "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1)});
+  f.claim(sets);
+  f.book.take_ready();
+  f.book.on_outcome(1, core::DeliveryOutcome::accepted, "");
+  REQUIRE(f.book.find(1) != nullptr);  // accepted, not yet marked: still held
+  CHECK(f.book.pending_writes().dispatched == Ids{1});
+  f.book.on_persisted();
+  CHECK(f.book.find(1) == nullptr);
+  CHECK_FALSE(f.book.due_since(1).has_value());
+}
+
+TEST_CASE("RowBook: a session's rows behind one held back wait for the next pass", "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1), message(6, "a")}, {{4, "a"}});
+  const auto claimed = f.claim(sets, 3);
+  CHECK(claimed.more);
+  CHECK(claimed.added == 1);  // 6 waits: 4 of its session was passed over
+  CHECK(f.book.find(6) == nullptr);
+  CHECK(f.book.claim_request(3).after_id == 6);
+}
+
+TEST_CASE("RowBook: a timeout marked lets a claim find the rows it held back", "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets first;
+  first.immediate = immediate({message(1)}, {{4, "a"}});
+  core::ClaimedSet due;
+  due.rows = {timeout(3, "a")};
+  due.read = 1;
+  first.scheduled = due;
+  f.claim(first, 2);  // immediate batch full: the pass goes on past 4
+  CHECK(f.book.claim_request(2).after_id == 4);
+  for (const auto& row : f.book.take_ready()) f.book.on_outcome(row.id, core::DeliveryOutcome::accepted, "");
+  core::ClaimedSets empty;
+  f.claim(empty, 2);
+  CHECK_FALSE(f.book.claim_may_find_rows());
+  f.book.on_persisted();  // the timeout 3 is marked
+  CHECK(f.book.claim_may_find_rows());
+  CHECK(f.book.claim_request(2).after_id == 0);  // a new pass finds 4
+}
+
+TEST_CASE("RowBook: a draining partition is drained once none of its rows is held", "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1, std::nullopt, 1), message(2, std::nullopt, 2)});
+  f.claim(sets);
+  CHECK(f.book.drained({1, 2}).empty());
+  f.book.take_ready();
+  f.book.on_outcome(1, core::DeliveryOutcome::accepted, "");
+  CHECK(f.book.drained({1, 2}).empty());  // accepted, not yet marked
+  f.book.on_persisted();
+  CHECK(f.book.drained({1, 2}) == std::vector<int>{1});
+  f.book.drop_partitions({2});  // 2 is in flight: held until its outcome
+  CHECK(f.book.drained({2}).empty());
+  f.book.on_outcome(2, core::DeliveryOutcome::released, "");
+  f.book.on_persisted();
+  CHECK(f.book.drained({2}) == std::vector<int>{2});
+}
+
+}  // namespace outboxd::dispatch::test
