@@ -122,7 +122,9 @@ docker_runtime_libs() {
   for lib in $(readelf -d "$binary" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
     [[ $lib == libasan.so* || $lib == libubsan.so* ]] && continue
     path=$(readlink -f "$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')")
-    pkg=$(dpkg -S "*/$(basename "$path")" 2>/dev/null | head -n1 | cut -d: -f1)
+    # By the multiarch directory too: lib32 and i386 packages ship files of the same name, and with a
+    # merged /usr dpkg knows some files under /lib only.
+    pkg=$(dpkg -S "*/$(basename "$(dirname "$path")")/$(basename "$path")" 2>/dev/null | head -n1 | cut -d: -f1)
     [[ -n $pkg ]] || { echo "$lib: no package found"; bad=1; continue; }
     [[ $runtime == *" $pkg "* ]] || { echo "$lib comes from $pkg, which the runtime stage does not install"; bad=1; }
   done
