@@ -48,6 +48,9 @@ source "$OUTBOXD_SCRATCH/services.env"
 /usr/bin/python3 tests/packaging/broker_smoke.py
 # The services are there: a test that finds one missing fails instead of skipping.
 export OUTBOXD_REQUIRE_SERVICES=1
+# Tests that fetch npm packages run Node, which trusts only its own CA list unless told
+# otherwise: have it trust the system's store too, as curl, Maven and Python here do.
+export NODE_EXTRA_CA_CERTS=${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}
 
 step ctest
 status=0
