@@ -18,7 +18,8 @@
 --   - messages_wakeup_reschedule: an UPDATE that moves a pending row earlier
 --     NOTIFYs <schema>_wakeup while some instance is idle, as a new row does.
 --   - workflow.set_timeout() reschedules the workflow's timeout when it is set
---     again with the same message_id and another due time.
+--     again with the same message_id and another due time, and locks the
+--     state record FOR NO KEY UPDATE (why: 013_timeout_lock.sql).
 
 DO $$
 DECLARE
@@ -124,7 +125,8 @@ BEGIN
   IF set_timeout.due_at IS NULL THEN
     RAISE EXCEPTION 'due_at is required' USING ERRCODE = 'invalid_parameter_value';
   END IF;
-  SELECT * INTO state FROM instances i WHERE i.id = set_timeout.workflow_id FOR UPDATE;
+  -- FOR NO KEY UPDATE, not FOR UPDATE: see 013_timeout_lock.sql.
+  SELECT * INTO state FROM instances i WHERE i.id = set_timeout.workflow_id FOR NO KEY UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'workflow "%" does not exist', set_timeout.workflow_id
       USING ERRCODE = 'no_data_found';
