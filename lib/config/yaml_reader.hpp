@@ -45,6 +45,7 @@ class ReadContext {
     std::string key;
     Position at;
   };
+  std::vector<std::string> siblings_of(const Unknown& unknown) const;
   std::optional<std::string> suggestion_for(const Unknown& unknown) const;
 
   std::vector<std::string> known_;
