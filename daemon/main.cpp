@@ -1,53 +1,96 @@
-// outboxd entry point: parses the command line and runs one command.
+// outboxd entry point: the command table, the options every command shares, then the one command asked for.
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include "daemon/commands.hpp"
 
+namespace {
+
+using namespace outboxd::daemon;
+
+// What the command line sets, for whichever command runs.
+struct Options {
+  std::string config_path = "/etc/outboxd/outboxd.yaml";
+  bool dry_run = false;
+  bool json = false;
+  AdminTarget target;
+};
+
+void no_options(CLI::App&, Options&) {}
+
+void dry_run_flag(CLI::App& cmd, Options& options) {
+  cmd.add_flag("--dry-run", options.dry_run, "list what would be applied, change nothing");
+}
+
+void json_flag(CLI::App& cmd, Options& options) { cmd.add_flag("--json", options.json, "machine-readable output"); }
+
+void parked_rows(CLI::App& cmd, Options& options) {
+  cmd.add_option("message_id", options.target.message_ids, "message ids of parked rows");
+  cmd.add_flag("--all-parked", options.target.all_parked, "every parked row");
+  cmd.add_option("--session", options.target.session_id, "every parked row of this session");
+}
+
+void scheduled_rows(CLI::App& cmd, Options& options) {
+  cmd.add_option("message_id", options.target.message_ids, "message ids of scheduled rows");
+  cmd.add_option("--session", options.target.session_id, "every scheduled row of this session");
+}
+
+struct Command {
+  const char* name;
+  const char* help;
+  void (*add_options)(CLI::App&, Options&);
+  int (*run)(const Options&);
+};
+
+// In the order `outboxd --help` lists them.
+constexpr std::array kCommands{
+    Command{"version", "print the version", no_options, [](const Options&) { return cmd_version(); }},
+    Command{"run", "publish pending rows until SIGTERM", no_options,
+            [](const Options& o) { return cmd_run(o.config_path); }},
+    Command{"check-config", "validate the configuration file", no_options,
+            [](const Options& o) { return cmd_check_config(o.config_path); }},
+    Command{"migrate", "apply the SQL migrations", dry_run_flag,
+            [](const Options& o) { return cmd_migrate(o.config_path, o.dry_run); }},
+    Command{"status", "show pending, due, scheduled and parked rows", json_flag,
+            [](const Options& o) { return cmd_status(o.config_path, o.json); }},
+    Command{"requeue", "make parked rows pending again", parked_rows,
+            [](const Options& o) { return cmd_requeue(o.config_path, o.target); }},
+    Command{"skip", "cancel parked rows so their sessions move on", parked_rows,
+            [](const Options& o) { return cmd_skip(o.config_path, o.target); }},
+    Command{"healthcheck", "exit 0 if the running daemon's /healthz answers 200", no_options,
+            [](const Options& o) { return cmd_healthcheck(o.config_path); }},
+    Command{"fire", "make scheduled rows due now", scheduled_rows,
+            [](const Options& o) { return cmd_fire(o.config_path, o.target); }},
+};
+
+// One subcommand per table row, each with its own options and then the config file every command reads.
+std::vector<CLI::App*> add_commands(CLI::App& app, Options& options) {
+  std::vector<CLI::App*> subcommands;
+  for (const Command& command : kCommands) {
+    CLI::App* cmd = app.add_subcommand(command.name, command.help);
+    command.add_options(*cmd, options);
+    cmd->add_option("-c,--config", options.config_path, "YAML configuration file")->capture_default_str();
+    subcommands.push_back(cmd);
+  }
+  return subcommands;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace outboxd::daemon;
   CLI::App app{"outboxd: publishes transactional-outbox rows from PostgreSQL over AMQP 1.0"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(OUTBOXD_VERSION));
-
-  std::string config_path = "/etc/outboxd/outboxd.yaml";
-  auto add_config = [&](CLI::App* cmd) {
-    cmd->add_option("-c,--config", config_path, "YAML configuration file")->capture_default_str();
-  };
-
-  auto* version = app.add_subcommand("version", "print the version");
-  auto* run = app.add_subcommand("run", "publish pending rows until SIGTERM");
-  auto* check = app.add_subcommand("check-config", "validate the configuration file");
-  auto* migrate = app.add_subcommand("migrate", "apply the SQL migrations");
-  bool dry_run = false;
-  migrate->add_flag("--dry-run", dry_run, "list what would be applied, change nothing");
-  auto* status = app.add_subcommand("status", "show pending, due, scheduled and parked rows");
-  bool json = false;
-  status->add_flag("--json", json, "machine-readable output");
-  auto* requeue = app.add_subcommand("requeue", "make parked rows pending again");
-  auto* skip = app.add_subcommand("skip", "cancel parked rows so their sessions move on");
-  auto* health = app.add_subcommand("healthcheck", "exit 0 if the running daemon's /healthz answers 200");
-  auto* fire = app.add_subcommand("fire", "make scheduled rows due now");
-  AdminTarget target;
-  for (auto* cmd : {requeue, skip}) {
-    cmd->add_option("message_id", target.message_ids, "message ids of parked rows");
-    cmd->add_flag("--all-parked", target.all_parked, "every parked row");
-    cmd->add_option("--session", target.session_id, "every parked row of this session");
-  }
-  fire->add_option("message_id", target.message_ids, "message ids of scheduled rows");
-  fire->add_option("--session", target.session_id, "every scheduled row of this session");
-  for (auto* cmd : {version, run, check, migrate, status, requeue, skip, health, fire}) add_config(cmd);
+  Options options;
+  const std::vector<CLI::App*> subcommands = add_commands(app, options);
 
   CLI11_PARSE(app, argc, argv);
 
-  if (*version) return cmd_version();
-  if (*check) return cmd_check_config(config_path);
-  if (*migrate) return cmd_migrate(config_path, dry_run);
-  if (*status) return cmd_status(config_path, json);
-  if (*requeue) return cmd_requeue(config_path, target);
-  if (*skip) return cmd_skip(config_path, target);
-  if (*health) return cmd_healthcheck(config_path);
-  if (*fire) return cmd_fire(config_path, target);
-  return cmd_run(config_path);
+  for (std::size_t i = 0; i < kCommands.size(); ++i) {
+    if (*subcommands[i]) return kCommands[i].run(options);
+  }
+  return kExitUsage;  // not reached: CLI11 requires exactly one subcommand
 }

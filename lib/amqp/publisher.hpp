@@ -22,9 +22,10 @@ namespace outboxd::amqp {
 //
 // Every row handed to publish() gets exactly one Outcome:
 //   accepted  the broker accepted the delivery
-//   rejected  the broker rejected it (reason: its error condition), the row
-//             cannot be encoded (not sent), or the broker refused the link
-//             to its destination
+//   rejected  the broker rejected it (reason: its error condition), or the
+//             broker refused the link to its destination
+//   unsendable  the row cannot be made into a message (headers outside the
+//             rules, an empty destination); not sent, and never will be
 //   released  the broker released or modified it
 //   unknown   the connection was lost, or closed because no outcome arrived
 //             within outcome_timeout, before the outcome; or the row waited

@@ -108,19 +108,18 @@ std::optional<YAML::Node> parse_document(std::string_view yaml, Diagnostics& dia
     const DocumentMarks marks = first_documents(yaml);
     if (marks.count() == 2 && marks.start(1).pos == marks.start(0).pos) {
       const auto at = static_cast<std::size_t>(marks.start(0).pos);
-      diagnostics.add(position_of(marks.start(0)), "",
+      diagnostics.add(position_of(marks.start(0), Position{1, 1}), "",
                       "invalid YAML: unexpected '" + std::string(1, at < yaml.size() ? yaml[at] : ' ') + "'");
       return std::nullopt;
     }
     if (marks.count() == 2) {
-      diagnostics.add(position_of(marks.root(1)), "",
+      diagnostics.add(position_of(marks.root(1), Position{1, 1}), "",
                       "a second YAML document starts here; the file must hold exactly one");
       return std::nullopt;
     }
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& error) {
-    const Position at = position_of(error.mark);
-    diagnostics.add(at.line > 0 ? at : Position{1, 1}, "", "invalid YAML: " + error.msg);
+    diagnostics.add(position_of(error.mark, Position{1, 1}), "", "invalid YAML: " + error.msg);
     return std::nullopt;
   }
   if (root.IsNull()) {
@@ -128,7 +127,7 @@ std::optional<YAML::Node> parse_document(std::string_view yaml, Diagnostics& dia
     return std::nullopt;
   }
   if (!root.IsMap()) {
-    diagnostics.add(position_of(root.Mark()), "",
+    diagnostics.add(position_of(root.Mark(), Position{1, 1}), "",
                     "expected a mapping of sections (database:, broker:, ...) at the top level");
     return std::nullopt;
   }
@@ -145,7 +144,7 @@ LoadResult load_string(std::string_view yaml, std::string source_name, const Loa
   Config config;
   config.source = source_name;
   KeyPositions positions;
-  const Position root_at = position_of(root->Mark());
+  const Position root_at = position_of(root->Mark(), Position{1, 1});
   positions.record("", root_at);
   ReadContext context(diagnostics, positions, options.env ? options.env : process_environment(),
                       std::filesystem::path(source_name).parent_path());
@@ -154,7 +153,7 @@ LoadResult load_string(std::string_view yaml, std::string source_name, const Loa
     read_sections(reader, config);
   } catch (const YAML::Exception& error) {
     // Not expected once the document parsed; reported rather than thrown across the library boundary.
-    diagnostics.add(position_of(error.mark), "", "cannot read the YAML document: " + error.msg);
+    diagnostics.add(position_of(error.mark, root_at), "", "cannot read the YAML document: " + error.msg);
   }
   context.report_unknown_keys();
 

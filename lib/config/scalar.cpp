@@ -5,8 +5,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "config/names.hpp"
-
 namespace outboxd::config {
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
@@ -29,8 +27,8 @@ std::optional<double> parse_number(std::string_view text) {
 }
 
 std::optional<bool> parse_bool(std::string_view text) {
-  if (equals_ignoring_case(text, "true")) return true;
-  if (equals_ignoring_case(text, "false")) return false;
+  if (text == "true") return true;
+  if (text == "false") return false;
   return std::nullopt;
 }
 

@@ -1,4 +1,6 @@
 // Strict conversions of scalar text to numbers and booleans, and quoting of values in messages (internal).
+// yaml-cpp's own conversions are too lenient for a config: as<int> reads "010" as 8 and "0x10" as 16,
+// as<bool> takes yes, on, y and True, as<double> takes .inf and .nan.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@ std::optional<std::int64_t> parse_integer(std::string_view text);
 // A finite decimal number such as 2, 0.25 or 1.5e1.
 std::optional<double> parse_number(std::string_view text);
 
-// true or false, in any letter case.
+// Exactly true or false (YAML 1.2's JSON schema): no yes, on, y, True or TRUE.
 std::optional<bool> parse_bool(std::string_view text);
 
 // The value in double quotes for an error message: control characters

@@ -11,7 +11,30 @@ void ReadContext::note_unknown(std::string parent, std::string key, Position at)
   unknown_.push_back(Unknown{std::move(parent), std::move(key), at});
 }
 
-std::optional<std::string> ReadContext::suggestion_for(const Unknown& unknown) const {
+namespace {
+
+// The last name of a key path: "verify_host" of "broker.tls.verify_host".
+std::string_view leaf_of(std::string_view path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string_view::npos ? path : path.substr(dot + 1);
+}
+
+// The one candidate that `pick` accepts; none when no candidate or several do.
+template <class Pick>
+std::optional<std::string> only(const std::vector<std::string>& candidates, Pick pick) {
+  std::optional<std::string> found;
+  for (const auto& candidate : candidates) {
+    if (!pick(candidate) || candidate == found) continue;
+    if (found) return std::nullopt;
+    found = candidate;
+  }
+  return found;
+}
+
+}  // namespace
+
+// The names of the known keys in the same mapping as `unknown`.
+std::vector<std::string> ReadContext::siblings_of(const Unknown& unknown) const {
   const std::string prefix = unknown.parent.empty() ? "" : unknown.parent + ".";
   std::vector<std::string> siblings;
   for (const auto& path : known_) {
@@ -20,33 +43,22 @@ std::optional<std::string> ReadContext::suggestion_for(const Unknown& unknown) c
       siblings.push_back(path.substr(prefix.size()));
     }
   }
-  // A duration given without its unit suffix is the likeliest mistake of all.
+  return siblings;
+}
+
+// The likeliest mistakes first: a duration without its unit, a typo, a key cut short
+// ("verify" for "verify_host"), then the right key in the wrong section.
+std::optional<std::string> ReadContext::suggestion_for(const Unknown& unknown) const {
+  const std::vector<std::string> siblings = siblings_of(unknown);
   for (const char* suffix : {"_ms", "_s"}) {
     const std::string with_unit = unknown.key + suffix;
     if (std::find(siblings.begin(), siblings.end(), with_unit) != siblings.end()) return with_unit;
   }
   if (auto close = closest_match(unknown.key, siblings)) return close;
-  // A key cut short ("verify" for "verify_host"), if only one key starts so.
-  std::optional<std::string> longer;
-  for (const auto& sibling : siblings) {
-    if (sibling.rfind(unknown.key + "_", 0) != 0 || sibling == longer) continue;
-    if (longer) {
-      longer.reset();
-      break;
-    }
-    longer = sibling;
+  if (auto longer = only(siblings, [&](const std::string& key) { return key.rfind(unknown.key + "_", 0) == 0; })) {
+    return longer;
   }
-  if (longer) return longer;
-  // The right key in the wrong section, if only one section has it.
-  std::optional<std::string> elsewhere;
-  for (const auto& path : known_) {
-    const auto dot = path.rfind('.');
-    const std::string_view leaf = dot == std::string::npos ? std::string_view(path) : std::string_view(path).substr(dot + 1);
-    if (leaf != unknown.key || path == elsewhere) continue;
-    if (elsewhere) return std::nullopt;
-    elsewhere = path;
-  }
-  return elsewhere;
+  return only(known_, [&](const std::string& path) { return leaf_of(path) == unknown.key; });
 }
 
 std::vector<std::string> ReadContext::known_paths() const {

@@ -36,8 +36,8 @@ std::string range_message(IntRange range, std::string_view got) {
 
 }  // namespace
 
-Position position_of(const YAML::Mark& mark) {
-  if (mark.line < 0 || mark.column < 0) return {};
+Position position_of(const YAML::Mark& mark, Position otherwise) {
+  if (mark.line < 0 || mark.column < 0) return otherwise;
   return Position{mark.line + 1, mark.column + 1};
 }
 
@@ -46,8 +46,7 @@ MapReader::MapReader(ReadContext& context, const YAML::Node& node, std::string p
   if (!node.IsDefined() || node.IsNull()) return;
   if (!node.IsMap()) {
     broken_ = true;
-    const Position value_at = position_of(node.Mark());
-    context_.diagnostics.add(value_at.line > 0 ? value_at : at_, path_, "expected a mapping, got " + describe(node));
+    context_.diagnostics.add(position_of(node.Mark(), at_), path_, "expected a mapping, got " + describe(node));
     return;
   }
   index_entries(node);
@@ -77,8 +76,7 @@ void MapReader::index_entries(const YAML::Node& node) {
       continue;
     }
     // yaml-cpp places an empty value at the start of the next line; the key is a better place.
-    Position value_at = value.IsNull() ? key_at : position_of(value.Mark());
-    if (value_at.line == 0) value_at = key_at;
+    const Position value_at = value.IsNull() ? key_at : position_of(value.Mark(), key_at);
     entries_.push_back(Entry{name, value, key_at, value_at});
   }
 }
@@ -117,17 +115,24 @@ void MapReader::report_at(Position at, std::string path, std::string message) {
 
 std::string MapReader::quote(std::string_view value) const { return quote_value(value); }
 
-std::optional<std::string> MapReader::scalar(Entry& entry, std::string_view key, std::string_view expected) {
-  if (!entry.value.IsScalar()) {
-    report(key, "expected " + std::string(expected) + ", got " + describe(entry.value));
+// The one place ${...} is replaced: every value any getter reads passes here, after the YAML was
+// parsed, so the value of a variable is never parsed as YAML and its errors point at this scalar.
+std::optional<std::string> MapReader::scalar(const YAML::Node& node, Position at, const std::string& path,
+                                             std::string_view expected) {
+  if (!node.IsScalar()) {
+    report_at(at, path, "expected " + std::string(expected) + ", got " + describe(node));
     return std::nullopt;
   }
-  auto substituted = substitute_env(entry.value.Scalar(), context_.env);
+  auto substituted = substitute_env(node.Scalar(), context_.env);
   if (!substituted) {
-    report(key, substituted.error().message);
+    report_at(at, path, substituted.error().message);
     return std::nullopt;
   }
   return std::move(substituted).value();
+}
+
+std::optional<std::string> MapReader::scalar(Entry& entry, std::string_view key, std::string_view expected) {
+  return scalar(entry.value, entry.value_at, child_path(key), expected);
 }
 
 MapReader MapReader::section(std::string_view key) {
@@ -276,20 +281,13 @@ std::optional<std::vector<MapReader::Item>> MapReader::list(std::string_view key
   std::size_t index = 0;
   for (const auto& node : entry->value) {
     const std::string item_path = child_path(key) + "[" + std::to_string(index++) + "]";
-    Position item_at = position_of(node.Mark());
-    if (item_at.line == 0) item_at = entry->value_at;
-    if (!node.IsScalar()) {
-      context_.diagnostics.add(item_at, item_path, "expected a string, got " + describe(node));
+    const Position item_at = position_of(node.Mark(), entry->value_at);
+    auto text = scalar(node, item_at, item_path, "a string");
+    if (!text) {
       usable = false;
       continue;
     }
-    auto substituted = substitute_env(node.Scalar(), context_.env);
-    if (!substituted) {
-      context_.diagnostics.add(item_at, item_path, substituted.error().message);
-      usable = false;
-      continue;
-    }
-    items.push_back(Item{std::move(substituted).value(), item_at, item_path});
+    items.push_back(Item{std::move(*text), item_at, item_path});
   }
   if (!usable) return std::nullopt;
   return items;

@@ -17,7 +17,8 @@
 
 namespace outboxd::config {
 
-Position position_of(const YAML::Mark& mark);
+// Where yaml-cpp says a node is, 1-based; `otherwise` for a node it has no mark for.
+Position position_of(const YAML::Mark& mark, Position otherwise = {});
 
 // State shared by all readers of one document.
 class ReadContext {
@@ -44,6 +45,7 @@ class ReadContext {
     std::string key;
     Position at;
   };
+  std::vector<std::string> siblings_of(const Unknown& unknown) const;
   std::optional<std::string> suggestion_for(const Unknown& unknown) const;
 
   std::vector<std::string> known_;
@@ -121,6 +123,8 @@ class MapReader {
   void index_entries(const YAML::Node& node);
   Entry* find(std::string_view key);
   Entry* use(std::string_view key);  // find + mark known; nullptr when absent or null
+  std::optional<std::string> scalar(const YAML::Node& node, Position at, const std::string& path,
+                                    std::string_view expected);
   std::optional<std::string> scalar(Entry& entry, std::string_view key, std::string_view expected);
   std::optional<std::int64_t> integer_in(std::string_view key, IntRange range);
   std::string quote(std::string_view value) const;

@@ -79,6 +79,8 @@ TEST_CASE("every invalid corpus file yields exactly its expected diagnostics, in
     std::vector<std::string> actual;
     for (const auto& diagnostic : loaded.diagnostics()) {
       CHECK(diagnostic.file == file.string());
+      CHECK(diagnostic.line > 0);  // every mistake in a file that could be read has a line and column
+      CHECK(diagnostic.column > 0);
       actual.push_back(diagnostic.to_string_without_file());
     }
     CHECK(actual == expected);

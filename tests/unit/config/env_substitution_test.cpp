@@ -105,3 +105,57 @@ TEST_CASE("substitution applies to list items and leaves keys and comments alone
   REQUIRE(loaded.ok());
   CHECK(loaded.value().broker.sasl_mechanisms == std::vector<std::string>{"PLAIN"});
 }
+
+TEST_CASE("a substituted boolean is read as strictly as a written one, at the scalar's position", "[config][env]") {
+  LoadOptions options;
+  options.env = fake_env({{"VERIFY", "false"}, {"INSECURE", "yes"}});
+  auto good = load_string(std::string(kBase) + "  tls:\n    verify_host: ${VERIFY}\n", "env.yaml", options);
+  INFO(good.error_text());
+  REQUIRE(good.ok());
+  CHECK_FALSE(good.value().broker.tls.verify_host);
+
+  const auto bad = load_string(std::string(kBase) + "  allow_insecure_plain: ${INSECURE}\n  tls:\n    verify_host: ${NO}\n",
+                               "env.yaml", options);
+  REQUIRE(bad.diagnostics().size() == 2);
+  CHECK(bad.diagnostics()[0].to_string() ==
+        "env.yaml:5:25: broker.allow_insecure_plain: expected true or false, got \"yes\"");
+  CHECK(bad.diagnostics()[1].to_string() ==
+        "env.yaml:7:18: broker.tls.verify_host: environment variable NO is not set (write ${NO:-default} to give a "
+        "default)");
+}
+
+TEST_CASE("a variable's value is never parsed as YAML, however it looks", "[config][env]") {
+  LoadOptions options;
+  options.env = fake_env({{"USER", "a: b, [c] # d"}, {"BATCH", "[1]"}});
+  auto loaded = load_string(std::string(kBase) + "leases:\n  instance_id: \"${USER}\"\n", "env.yaml", options);
+  INFO(loaded.error_text());
+  REQUIRE(loaded.ok());
+  CHECK(loaded.value().leases.instance_id == "a: b, [c] # d");
+
+  const auto list = load_string(std::string(kBase) + "dispatch:\n  batch_size: ${BATCH}\n", "env.yaml", options);
+  REQUIRE(list.diagnostics().size() == 1);
+  CHECK(list.diagnostics()[0].to_string() == "env.yaml:6:15: dispatch.batch_size: expected an integer, got \"[1]\"");
+}
+
+TEST_CASE("every kind of value is substituted, and its errors point at the scalar that held the reference",
+          "[config][env]") {
+  LoadOptions options;
+  options.env = fake_env({{"JITTER", "2"}, {"LEVEL", "loud"}, {"MODE", "json"}, {"SIZE", "1000000000000"}});
+  const auto loaded = load_string(std::string(kBase) +
+                                      "  sasl_mechanisms: [PLAIN, \"${MECH}\"]\n"
+                                      "dispatch:\n"
+                                      "  backoff_jitter: ${JITTER}\n"
+                                      "  batch_size: ${SIZE}\n"
+                                      "log:\n"
+                                      "  level: ${LEVEL}\n"
+                                      "  format: ${MODE}\n",
+                                  "env.yaml", options);
+  std::vector<std::string> got;
+  for (const auto& diagnostic : loaded.diagnostics()) got.push_back(diagnostic.to_string_without_file());
+  CHECK(got == std::vector<std::string>{
+                   "5:28: broker.sasl_mechanisms[1]: environment variable MECH is not set (write ${MECH:-default} "
+                   "to give a default)",
+                   "7:19: dispatch.backoff_jitter: must be between 0 and 1, got 2",
+                   "8:15: dispatch.batch_size: must be between 1 and 10000, got 1000000000000",
+                   "10:10: log.level: must be one of: trace, debug, info, warn, error, critical, off (got \"loud\")"});
+}

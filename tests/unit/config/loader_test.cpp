@@ -92,7 +92,7 @@ TEST_CASE("a minimal config gets every default", "[config][loader]") {
 TEST_CASE("values convert to their types and units", "[config][loader]") {
   auto loaded = load_string(
       "database:\n  url: host=db dbname=app\n"
-      "broker:\n  url: amqps://broker.internal\n  profile: Azure-ServiceBus\n  allow_insecure_plain: TRUE\n"
+      "broker:\n  url: amqps://broker.internal\n  profile: Azure-ServiceBus\n  allow_insecure_plain: true\n"
       "dispatch:\n  backoff_initial_ms: 250\n  backoff_multiplier: 1.5\n  backoff_jitter: 0\n"
       "retention:\n  mode: keep\n  keep_for_s: 3600\n"
       "log:\n  level: DEBUG\n  format: json\n"
@@ -175,6 +175,18 @@ TEST_CASE("wrong types name what was expected and what was found", "[config][loa
                 "8:19: dispatch.backoff_jitter: expected a number, got a mapping",
                 "9:17: dispatch.max_attempts: expected an integer, got \"\"",
                 "11:10: log.level: expected a string, got a list"});
+}
+
+TEST_CASE("booleans are exactly true or false, not YAML 1.1's yes, on, y or another letter case", "[config][loader]") {
+  CHECK(messages_of(kMinimal + "  allow_insecure_plain: false\n  tls:\n    verify_host: true\n").empty());
+  for (const char* word : {"yes", "no", "on", "off", "y", "n", "True", "FALSE", "tRuE", "1", "0", "\"\""}) {
+    INFO(word);
+    const std::string got = word[0] == '"' ? "\"\"" : "\"" + std::string(word) + "\"";
+    CHECK(messages_of(kMinimal + "  tls:\n    verify_host: " + word + "\n") ==
+          Strings{"6:18: broker.tls.verify_host: expected true or false, got " + got});
+  }
+  CHECK(messages_of(kMinimal + "  allow_insecure_plain: [true]\n") ==
+        Strings{"5:25: broker.allow_insecure_plain: expected true or false, got a list"});
 }
 
 TEST_CASE("YAML syntax errors are one diagnostic at the parser's position", "[config][loader]") {
