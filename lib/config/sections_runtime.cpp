@@ -1,5 +1,6 @@
 // Reading the outbox, dispatch, retention, leases, log and http sections.
 #include <charconv>
+#include <string>
 
 #include "config/scalar.hpp"
 #include "config/sections.hpp"
@@ -26,26 +27,29 @@ constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
 constexpr IntRange kRenewIntervalMs{100, 3'600'000};
 constexpr IntRange kSafetyMarginMs{0, 3'600'000};
 constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
+// migrate names the roles <schema>_writer and <schema>_dispatcher, which must fit in 63 bytes.
+constexpr std::size_t kMaxOutboxSchemaBytes = kMaxIdentifierBytes - 11;
 constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
 
 // Lower-case only, so that the name means the same quoted or unquoted in SQL.
-std::optional<std::string> identifier_problem(const std::string& name) {
+std::optional<std::string> identifier_problem(const std::string& name, std::size_t max_bytes) {
   const auto fits = [](char c, bool first) {
     return (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
   };
-  bool valid = !name.empty() && name.size() <= kMaxIdentifierBytes;
+  bool valid = !name.empty() && name.size() <= max_bytes;
   for (std::size_t i = 0; valid && i < name.size(); ++i) valid = fits(name[i], i == 0);
   if (!valid) {
-    return "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got " + quote_value(name);
+    return "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most " + std::to_string(max_bytes) +
+           " bytes), got " + quote_value(name);
   }
   if (name.rfind("pg_", 0) == 0) return "must not start with \"pg_\" (reserved by PostgreSQL)";
   return std::nullopt;
 }
 
-void read_schema_name(MapReader& outbox, std::string_view key, std::string& out) {
+void read_schema_name(MapReader& outbox, std::string_view key, std::size_t max_bytes, std::string& out) {
   std::string name;
   if (!outbox.text(key, name)) return;
-  if (const auto problem = identifier_problem(name)) {
+  if (const auto problem = identifier_problem(name, max_bytes)) {
     outbox.report(key, *problem);
     return;
   }
@@ -76,8 +80,8 @@ bool is_listen_address(std::string_view listen) {
 
 void read_outbox(MapReader& root, OutboxConfig& out) {
   MapReader outbox = root.section("outbox");
-  read_schema_name(outbox, "schema", out.schema);
-  read_schema_name(outbox, "workflow_schema", out.workflow_schema);
+  read_schema_name(outbox, "schema", kMaxOutboxSchemaBytes, out.schema);
+  read_schema_name(outbox, "workflow_schema", kMaxIdentifierBytes, out.workflow_schema);
   outbox.integer("partitions", out.partitions, kPartitions);
 }
 
