@@ -14,6 +14,7 @@ from harness import database, workdir  # noqa: E402,F401  (fixtures)
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLE = os.path.join(ROOT, "docs", "examples", "cloudevents_consumer.py")
 REQUIREMENTS = os.path.join(ROOT, "docs", "examples", "requirements-cloudevents.txt")
+PAGE = os.path.join(ROOT, "docs", "cloudevents.md")
 SOURCE = "/shop/orders"
 
 
@@ -60,3 +61,16 @@ def test_the_example_consumer_rebuilds_every_event(workdir, database):
     assert shipped == {"attributes": {**common, "id": "order-42:shipped", "type": "com.shop.order.shipped",
                                       "datacontenttype": "application/octet-stream"},
                        "data": "00ff"}
+
+
+def function_text(path, name):
+    """`def name(...)` and its indented body."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
+    end = next(i for i in range(start + 1, len(lines) + 1) if i == len(lines) or not lines[i].startswith("    "))
+    return lines[start:end]
+
+
+def test_the_page_quotes_the_example_as_it_is():
+    assert function_text(PAGE, "to_event") == function_text(EXAMPLE, "to_event")
