@@ -9,6 +9,7 @@
 #include <proton/codec/map.hpp>
 #include <proton/scalar.hpp>
 
+#include "amqp/detail/headers_mapping.hpp"
 #include "core/cloud_event.hpp"
 
 namespace outboxd::amqp {
@@ -45,8 +46,8 @@ core::Status move_extensions(const std::string& prefix, proton::message::propert
   proton::get(properties.value(), headers);
   for (const auto& [key, value] : headers) {
     if (starts_with_prefix(key)) {
-      return core::rejected_error("headers: key \"" + key +
-                                 "\": the cloudEvents prefix belongs to the CloudEvents attributes; give an extension "
+      return core::rejected_error("headers: key " + shown_key(key) +
+                                 ": the cloudEvents prefix belongs to the CloudEvents attributes; give an extension "
                                  "without it");
     }
     if (!core::is_extension_name(key) || !is_extension_value(value)) continue;

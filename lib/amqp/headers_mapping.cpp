@@ -66,15 +66,6 @@ bool is_reserved(std::string_view key) {
   return false;
 }
 
-// Keys reach logs and last_error: JSON-escaped (no raw control characters), shortened.
-std::string shown(std::string_view key) {
-  std::size_t end = 0;
-  for (std::size_t seen = 0; end < key.size(); ++end) {
-    if (!is_continuation(static_cast<unsigned char>(key[end])) && seen++ == kShownKeyCharacters) break;
-  }
-  return json(std::string(key.substr(0, end))).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 // Reads the object member by member: arrays and objects are refused where
 // they start, and a number keeps its text, so that an integer too large for
 // a long is told from a number with a point (jsonb prints no exponents).
@@ -135,7 +126,7 @@ class PropertyReader : public nlohmann::json_sax<json> {
   bool number_too_large(std::string_view text) {
     return refuse(has_point(text) ? "numbers must fit a double" : "integers must fit a signed 64-bit long");
   }
-  bool refuse(const char* rule) { return fail("headers: key " + shown(key_) + ": " + rule); }
+  bool refuse(const char* rule) { return fail("headers: key " + shown_key(key_) + ": " + rule); }
   bool fail(std::string problem) {
     problem_ = std::move(problem);
     return false;
@@ -148,6 +139,14 @@ class PropertyReader : public nlohmann::json_sax<json> {
 };
 
 }  // namespace
+
+std::string shown_key(std::string_view key) {
+  std::size_t end = 0;
+  for (std::size_t seen = 0; end < key.size(); ++end) {
+    if (!is_continuation(static_cast<unsigned char>(key[end])) && seen++ == kShownKeyCharacters) break;
+  }
+  return json(std::string(key.substr(0, end))).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 core::Status add_header_properties(std::string_view text, proton::message::property_map& properties) {
   // jsonb writes an empty object as "{}": most rows, and no parse needed.
