@@ -2,8 +2,6 @@
 #include "core/cloud_event.hpp"
 
 #include <array>
-#include <cstdio>
-#include <ctime>
 
 namespace outboxd::core {
 namespace {
@@ -28,6 +26,14 @@ bool is_scheme(std::string_view text) {
   return true;
 }
 
+// `value` with leading zeros to `width` digits, then `separator`.
+void append_padded(std::string& out, long long value, std::size_t width, char separator) {
+  const std::string digits = std::to_string(value);
+  out.append(digits.size() < width ? width - digits.size() : 0, '0');
+  out += digits;
+  out += separator;
+}
+
 }  // namespace
 
 bool is_extension_name(std::string_view name) {
@@ -42,15 +48,20 @@ bool is_extension_name(std::string_view name) {
 }
 
 std::string rfc3339_utc(std::chrono::system_clock::time_point time) {
-  const auto micros = std::chrono::floor<std::chrono::microseconds>(time).time_since_epoch();
-  const auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
-  const std::time_t whole = static_cast<std::time_t>(seconds.count());
-  std::tm utc{};
-  gmtime_r(&whole, &utc);
-  char text[96];  // room for any int the fields could hold, as the compiler checks
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long long>((micros - seconds).count()));
-  return text;
+  using namespace std::chrono;
+  const auto micros = floor<microseconds>(time);
+  const auto day = floor<days>(micros);
+  const year_month_day date{day};
+  const hh_mm_ss clock{micros - day};
+  std::string out;
+  append_padded(out, static_cast<int>(date.year()), 4, '-');
+  append_padded(out, static_cast<unsigned>(date.month()), 2, '-');
+  append_padded(out, static_cast<unsigned>(date.day()), 2, 'T');
+  append_padded(out, clock.hours().count(), 2, ':');
+  append_padded(out, clock.minutes().count(), 2, ':');
+  append_padded(out, clock.seconds().count(), 2, '.');
+  append_padded(out, clock.subseconds().count(), 6, 'Z');
+  return out;
 }
 
 bool is_uri_reference(std::string_view text) {
