@@ -27,10 +27,10 @@ bool starts_with_prefix(std::string_view key) {
   return true;
 }
 
-// The CloudEvents types a header can carry: String, Boolean, Integer (32 bits).
+// The CloudEvents types a header can carry: String (no control characters), Boolean, Integer (32 bits).
 bool is_extension_value(const proton::scalar& value) {
   switch (value.type()) {
-    case proton::STRING:
+    case proton::STRING: return !has_control(proton::get<std::string>(value));
     case proton::BOOLEAN: return true;
     case proton::LONG: {
       const auto number = proton::get<std::int64_t>(value);

@@ -33,19 +33,6 @@ std::size_t characters(std::string_view text) {
   return count;
 }
 
-// C0 controls, DEL and C1 controls (U+0080..U+009F, 0xC2 0x80..0x9F in UTF-8).
-bool has_control(std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F) return true;
-    if (byte == 0xC2 && i + 1 < text.size()) {
-      const auto next = static_cast<unsigned char>(text[i + 1]);
-      if (next >= 0x80 && next <= 0x9F) return true;
-    }
-  }
-  return false;
-}
-
 bool starts_with_folded(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
@@ -139,6 +126,19 @@ class PropertyReader : public nlohmann::json_sax<json> {
 };
 
 }  // namespace
+
+// C1 controls are 0xC2 0x80..0x9F in UTF-8.
+bool has_control(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7F) return true;
+    if (byte == 0xC2 && i + 1 < text.size()) {
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (next >= 0x80 && next <= 0x9F) return true;
+    }
+  }
+  return false;
+}
 
 std::string shown_key(std::string_view key) {
   std::size_t end = 0;

@@ -14,7 +14,8 @@ namespace outboxd::amqp {
 // type, time and (with a session_id) subject under the configured prefix;
 // datacontenttype is the content-type the message already carries. A header
 // whose key is an extension name (core::is_extension_name) and whose value is
-// a string, a boolean or an integer within 32 bits moves under the prefix;
+// a string without control characters, a boolean or an integer within 32 bits
+// moves under the prefix;
 // every other header stays a plain property.
 // Errors (kind rejected): no subject and no default_type; a header key that
 // starts with either CloudEvents prefix.

@@ -28,7 +28,8 @@ OutboxMessage row() {
   row.content_type = "application/json";
   row.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   row.headers_json =
-      R"({"tenant":"acme","priority":7,"vip":true,"weight":2.5,"big":4294967296,"Region":"eu","tenant_id":"t1"})";
+      R"({"tenant":"acme","priority":7,"vip":true,"weight":2.5,"big":4294967296,"Region":"eu","tenant_id":"t1",)"
+      R"("note":"two\nlines","small":-2147483648,"large":2147483648})";
   row.body = R"({"id":17})";
   row.created_at = std::chrono::system_clock::time_point(std::chrono::microseconds(1700000000123456));
   return row;
@@ -92,13 +93,17 @@ TEST_CASE("headers with extension names and CloudEvents types become extensions,
   CHECK(text(msg, "cloudEvents:tenant") == "acme");
   CHECK(proton::get<std::int64_t>(properties.get("cloudEvents:priority")) == 7);
   CHECK(proton::get<bool>(properties.get("cloudEvents:vip")));
-  for (const char* moved : {"tenant", "priority", "vip"}) CHECK_FALSE(properties.exists(moved));
+  CHECK(proton::get<std::int64_t>(properties.get("cloudEvents:small")) == -2147483648LL);
+  for (const char* moved : {"tenant", "priority", "vip", "small"}) CHECK_FALSE(properties.exists(moved));
   // A double and an integer beyond 32 bits are no CloudEvents type; upper case and '_' are no extension names.
   CHECK(proton::get<double>(properties.get("weight")) == 2.5);
   CHECK(proton::get<std::int64_t>(properties.get("big")) == 4294967296LL);
   CHECK(text(msg, "Region") == "eu");
   CHECK(text(msg, "tenant_id") == "t1");
-  for (const char* plain : {"weight", "big", "Region", "tenant_id"}) {
+  // A CloudEvents String holds no control characters.
+  CHECK(text(msg, "note") == "two\nlines");
+  CHECK(proton::get<std::int64_t>(properties.get("large")) == 2147483648LL);
+  for (const char* plain : {"weight", "big", "Region", "tenant_id", "note", "large"}) {
     CHECK_FALSE(properties.exists(std::string("cloudEvents:") + plain));
   }
   // The columns keep their plain names: tracing tools read traceparent there.
