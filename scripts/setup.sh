@@ -25,6 +25,8 @@ PACKAGES=(
   iproute2 curl ca-certificates
   # The container test (tests/container) builds and runs the image with these.
   podman buildah runc uidmap debootstrap
+  # The CloudEvents consumer example's test (tests/examples) installs the SDK into a venv.
+  python3-venv
   # The fuzz targets (tests/fuzz/run.sh) are built with clang's libFuzzer.
   clang-15 libfuzzer-15-dev
 )

@@ -35,7 +35,8 @@ ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, Connect
       clock_(clock),
       random_(random),
       backoff_({broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}),
-      links_(sink) {}
+      links_(sink),
+      encoder_(broker.cloudevents) {}
 
 void ConnectionHandler::guarded(const char* where, const std::function<void()>& step) {
   std::string failure;

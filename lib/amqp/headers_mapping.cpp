@@ -33,19 +33,6 @@ std::size_t characters(std::string_view text) {
   return count;
 }
 
-// C0 controls, DEL and C1 controls (U+0080..U+009F, 0xC2 0x80..0x9F in UTF-8).
-bool has_control(std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F) return true;
-    if (byte == 0xC2 && i + 1 < text.size()) {
-      const auto next = static_cast<unsigned char>(text[i + 1]);
-      if (next >= 0x80 && next <= 0x9F) return true;
-    }
-  }
-  return false;
-}
-
 bool starts_with_folded(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
@@ -64,15 +51,6 @@ bool is_reserved(std::string_view key) {
     if (key.size() == reserved.size() && starts_with_folded(key, reserved)) return true;
   }
   return false;
-}
-
-// Keys reach logs and last_error: JSON-escaped (no raw control characters), shortened.
-std::string shown(std::string_view key) {
-  std::size_t end = 0;
-  for (std::size_t seen = 0; end < key.size(); ++end) {
-    if (!is_continuation(static_cast<unsigned char>(key[end])) && seen++ == kShownKeyCharacters) break;
-  }
-  return json(std::string(key.substr(0, end))).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // Reads the object member by member: arrays and objects are refused where
@@ -135,7 +113,7 @@ class PropertyReader : public nlohmann::json_sax<json> {
   bool number_too_large(std::string_view text) {
     return refuse(has_point(text) ? "numbers must fit a double" : "integers must fit a signed 64-bit long");
   }
-  bool refuse(const char* rule) { return fail("headers: key " + shown(key_) + ": " + rule); }
+  bool refuse(const char* rule) { return fail("headers: key " + shown_key(key_) + ": " + rule); }
   bool fail(std::string problem) {
     problem_ = std::move(problem);
     return false;
@@ -148,6 +126,27 @@ class PropertyReader : public nlohmann::json_sax<json> {
 };
 
 }  // namespace
+
+// C1 controls are 0xC2 0x80..0x9F in UTF-8.
+bool has_control(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7F) return true;
+    if (byte == 0xC2 && i + 1 < text.size()) {
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (next >= 0x80 && next <= 0x9F) return true;
+    }
+  }
+  return false;
+}
+
+std::string shown_key(std::string_view key) {
+  std::size_t end = 0;
+  for (std::size_t seen = 0; end < key.size(); ++end) {
+    if (!is_continuation(static_cast<unsigned char>(key[end])) && seen++ == kShownKeyCharacters) break;
+  }
+  return json(std::string(key.substr(0, end))).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 core::Status add_header_properties(std::string_view text, proton::message::property_map& properties) {
   // jsonb writes an empty object as "{}": most rows, and no parse needed.

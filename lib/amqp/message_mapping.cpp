@@ -6,6 +6,7 @@
 #include <proton/message_id.hpp>
 #include <proton/timestamp.hpp>
 
+#include "amqp/detail/cloudevents_mapping.hpp"
 #include "amqp/detail/headers_mapping.hpp"
 
 namespace outboxd::amqp {
@@ -29,7 +30,8 @@ void put_column(proton::message& msg, const char* name, const std::optional<std:
   if (column) msg.properties().put(name, *column);
 }
 
-core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile, proton::message& msg) {
+core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile,
+                  const config::CloudEventsConfig& cloudevents, proton::message& msg) {
   msg.id(proton::message_id(row.message_id));
   if (row.session_id) msg.group_id(*row.session_id);
   if (row.correlation_id) msg.correlation_id(proton::message_id(*row.correlation_id));
@@ -42,6 +44,9 @@ core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile,
 
   if (auto headers = add_header_properties(row.headers_json, msg.properties()); !headers) {
     return headers.error();
+  }
+  if (cloudevents.applies_to(row.destination)) {
+    if (auto event = add_cloud_event(row, cloudevents, msg); !event) return event;
   }
   put_column(msg, kParentMessageIdProperty, row.parent_message_id);
   put_column(msg, kOriginatingMessageIdProperty, row.originating_message_id);
@@ -65,7 +70,7 @@ core::Result<EncodedMessage> MessageEncoder::encode(const core::OutboxMessage& r
   try {
     // Also after a row that failed half-way: nothing of it may leak into this one.
     message_.clear();
-    if (auto filled = fill(row, profile, message_); !filled) return filled.error();
+    if (auto filled = fill(row, profile, cloudevents_, message_); !filled) return filled.error();
     message_.encode(buffer_);  // one pass once the buffer has grown to the largest message
     return EncodedMessage(buffer_.begin(), buffer_.end());
   } catch (const std::exception& e) {

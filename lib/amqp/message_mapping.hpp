@@ -1,6 +1,7 @@
 // Maps an outbox row to the encoded AMQP 1.0 message that carries it (column by column: docs/sql.md, enqueue).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include <proton/message.hpp>
@@ -39,6 +40,9 @@ using EncodedMessage = std::vector<char>;
 // columns above.
 // Errors (kind rejected): headers that are not a JSON object or hold null,
 // arrays or objects; a ttl that is not positive or exceeds kMaxTtlMs.
+// For a destination that `cloudevents` applies to, the message is also a
+// CloudEvent in binary content mode (detail/cloudevents_mapping.hpp, with its
+// own errors); for every other destination it is exactly as above.
 //
 // One proton::message is cleared and filled again for every row, and encoded
 // into one growing buffer: a fresh proton::message per row (a pn_message_t
@@ -47,9 +51,12 @@ using EncodedMessage = std::vector<char>;
 // fresh message would encode to. One encoder per thread.
 class MessageEncoder {
  public:
+  explicit MessageEncoder(config::CloudEventsConfig cloudevents = {}) : cloudevents_(std::move(cloudevents)) {}
+
   core::Result<EncodedMessage> encode(const core::OutboxMessage& row, config::BrokerProfile profile);
 
  private:
+  config::CloudEventsConfig cloudevents_;
   proton::message message_;
   std::vector<char> buffer_;
 };

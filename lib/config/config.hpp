@@ -48,6 +48,21 @@ struct AmqpEndpoint {
   bool operator==(const AmqpEndpoint&) const = default;
 };
 
+// broker.cloudevents: rows published as CloudEvents in the AMQP binding's
+// binary content mode (docs/cloudevents.md).
+struct CloudEventsConfig {
+  bool enabled = false;
+  std::string source;                     // URI-reference; required when enabled
+  std::vector<std::string> destinations;  // empty: every destination
+  std::string default_type;               // type of a row without subject; empty: such a row parks
+  std::string property_prefix = "cloudEvents:";  // or "cloudEvents_" for JMS consumers
+
+  // Whether a row for `destination` is published as a CloudEvent.
+  bool applies_to(std::string_view destination) const;
+
+  bool operator==(const CloudEventsConfig&) const = default;
+};
+
 struct DatabaseConfig {
   std::string url;                // libpq URI or conninfo (required); shown only redacted
   PgTarget target;                // url, parsed
@@ -82,6 +97,7 @@ struct BrokerConfig {
   milliseconds reconnect_min{100};
   milliseconds reconnect_max{10000};
   milliseconds outcome_timeout{30000};       // no outcome by then: treat as unknown
+  CloudEventsConfig cloudevents;
 
   bool operator==(const BrokerConfig&) const = default;
 };

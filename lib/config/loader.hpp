@@ -74,6 +74,7 @@ std::vector<std::string> known_key_paths();
 
 // One line for `outboxd check-config`, without any secret, e.g.
 // "ok: database outboxd@127.0.0.1:5432/app, broker amqp://127.0.0.1:5672 (rabbitmq, PLAIN as guest), schema outbox, 64 partitions".
+// With broker.cloudevents on, ", CloudEvents from SOURCE for N destinations" follows the broker.
 std::string summary(const Config& config);
 
 }  // namespace outboxd::config

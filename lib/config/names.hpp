@@ -40,6 +40,8 @@ inline constexpr Named<Pooler> kPoolers[] = {
 
 inline constexpr std::string_view kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 
+inline constexpr std::string_view kCloudEventsPrefixes[] = {"cloudEvents:", "cloudEvents_"};
+
 inline constexpr std::string_view kSaslPlain = "PLAIN";
 inline constexpr std::string_view kSaslExternal = "EXTERNAL";
 inline constexpr std::string_view kSaslAnonymous = "ANONYMOUS";

@@ -92,6 +92,7 @@ const std::vector<Key>& keys() {
       restart<&Config::broker, &BrokerConfig::reconnect_min>("broker.reconnect_min_ms"),
       restart<&Config::broker, &BrokerConfig::reconnect_max>("broker.reconnect_max_ms"),
       restart<&Config::broker, &BrokerConfig::outcome_timeout>("broker.outcome_timeout_ms"),
+      restart<&Config::broker, &BrokerConfig::cloudevents>("broker.cloudevents"),
       restart<&Config::outbox, &OutboxConfig::schema>("outbox.schema"),
       restart<&Config::outbox, &OutboxConfig::workflow_schema>("outbox.workflow_schema"),
       restart<&Config::outbox, &OutboxConfig::partitions>("outbox.partitions"),

@@ -8,6 +8,8 @@ namespace outboxd::config {
 
 void read_database(MapReader& root, DatabaseConfig& out);
 void read_broker(MapReader& root, BrokerConfig& out);
+// broker.cloudevents, called by read_broker.
+void read_cloudevents(MapReader& broker, CloudEventsConfig& out);
 void read_outbox(MapReader& root, OutboxConfig& out);
 void read_dispatch(MapReader& root, DispatchConfig& out);
 void read_retention(MapReader& root, RetentionConfig& out);

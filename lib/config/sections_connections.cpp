@@ -142,6 +142,7 @@ void read_broker(MapReader& root, BrokerConfig& out) {
   broker.millis("reconnect_min_ms", out.reconnect_min, kReconnectMinMs);
   broker.millis("reconnect_max_ms", out.reconnect_max, kReconnectMaxMs);
   broker.millis("outcome_timeout_ms", out.outcome_timeout, kOutcomeTimeoutMs);
+  read_cloudevents(broker, out.cloudevents);
 }
 
 }  // namespace outboxd::config

@@ -28,6 +28,16 @@ std::string describe_sasl(const BrokerConfig& broker) {
   return out;
 }
 
+// Said only when on: an operator checking a config sees that messages change shape.
+std::string describe_cloudevents(const CloudEventsConfig& cloudevents) {
+  if (!cloudevents.enabled) return "";
+  const auto count = cloudevents.destinations.size();
+  const std::string where = count == 0   ? "every destination"
+                            : count == 1 ? "1 destination"
+                                         : std::to_string(count) + " destinations";
+  return ", CloudEvents from " + cloudevents.source + " for " + where;
+}
+
 }  // namespace
 
 std::string summary(const Config& config) {
@@ -37,6 +47,7 @@ std::string summary(const Config& config) {
   }
   out += ", broker " + describe_broker(config.broker.endpoint);
   out += " (" + std::string(to_string(config.broker.profile)) + ", " + describe_sasl(config.broker) + ")";
+  out += describe_cloudevents(config.broker.cloudevents);
   out += ", schema " + config.outbox.schema;
   out += ", " + std::to_string(config.outbox.partitions) + (config.outbox.partitions == 1 ? " partition" : " partitions");
   return out;

@@ -1,4 +1,4 @@
-// Rules that involve more than one key: timing order, lease arithmetic, schema names, TLS, passwords.
+// Rules that involve more than one key: timing order, lease arithmetic, schema names, TLS, passwords, CloudEvents.
 #include "config/checks.hpp"
 #include "config/scalar.hpp"
 
@@ -71,6 +71,15 @@ void check_outbox(const OutboxConfig& outbox, CrossCheck& check) {
              "schema and workflow_schema must differ (both are " + quote_value(outbox.schema) + ")");
 }
 
+void check_cloudevents(const CloudEventsConfig& cloudevents, CrossCheck& check) {
+  if (!cloudevents.enabled || !cloudevents.source.empty() ||
+      !check.usable({"broker.cloudevents.enabled", "broker.cloudevents.source"})) {
+    return;
+  }
+  check.fail({"broker.cloudevents.source", "broker.cloudevents.enabled"},
+             "source is required when cloudevents is enabled (every event names its source)");
+}
+
 }  // namespace
 
 bool CrossCheck::usable(std::initializer_list<std::string_view> paths) const {
@@ -95,6 +104,7 @@ void validate(const Config& config, CrossCheck& check) {
   check_database(config.database, check);
   check_reconnect("broker", config.broker.reconnect_min, config.broker.reconnect_max, check);
   check_tls(config.broker.tls, check);
+  check_cloudevents(config.broker.cloudevents, check);
   check_dispatch(config.dispatch, check);
   check_leases(config.leases, check);
   check_outbox(config.outbox, check);

@@ -1,4 +1,4 @@
-// libFuzzer target: arbitrary bytes as an outbox row, encoded as an AMQP message for every broker profile.
+// libFuzzer target: arbitrary bytes as an outbox row, encoded as an AMQP message for every broker profile, plain and as a CloudEvent.
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -12,6 +12,7 @@
 namespace {
 
 using outboxd::config::BrokerProfile;
+using outboxd::config::CloudEventsConfig;
 
 // Input layout (readable seeds): one field per line in the order of the row
 // below, then the body (every byte that is left, newlines included). A field
@@ -69,6 +70,15 @@ outboxd::core::OutboxMessage row_of(std::string_view input) {
   return row;
 }
 
+// CloudEvents for every destination; rows without subject are refused, so
+// the error path is fuzzed too.
+CloudEventsConfig cloudevents_on() {
+  CloudEventsConfig cloudevents;
+  cloudevents.enabled = true;
+  cloudevents.source = "/fuzz";
+  return cloudevents;
+}
+
 constexpr std::array kProfiles = {BrokerProfile::generic, BrokerProfile::rabbitmq, BrokerProfile::activemq,
                                   BrokerProfile::artemis, BrokerProfile::azure_servicebus};
 
@@ -77,8 +87,12 @@ constexpr std::array kProfiles = {BrokerProfile::generic, BrokerProfile::rabbitm
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // One encoder for the whole run, as the daemon keeps one per thread: a row
   // must not see anything of the row before it.
-  static outboxd::amqp::MessageEncoder encoder;
+  static outboxd::amqp::MessageEncoder plain;
+  static outboxd::amqp::MessageEncoder events(cloudevents_on());
   const auto row = row_of(std::string_view(reinterpret_cast<const char*>(data), size));
-  for (const auto profile : kProfiles) (void)encoder.encode(row, profile);
+  for (const auto profile : kProfiles) {
+    (void)plain.encode(row, profile);
+    (void)events.encode(row, profile);
+  }
   return 0;
 }

@@ -216,18 +216,31 @@ def write_config(path, database, broker, /, **sections):
         doc["outbox"] = {"schema": database.schema}
     for section, values in sections.items():
         doc.setdefault(section, {}).update(values)
-    lines = []
-    for section, values in doc.items():
-        lines.append(f"{section}:")
-        for key, value in values.items():
-            if isinstance(value, bool):
-                value = "true" if value else "false"
-            elif isinstance(value, str):
-                value = '"' + value.replace('"', '\\"') + '"'
-            lines.append(f"  {key}: {value}")
     with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(yaml_lines(doc)) + "\n")
     return path
+
+
+def yaml_value(value):
+    """A scalar or a list of scalars in YAML flow style."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(yaml_value(item) for item in value) + "]"
+    return str(value)
+
+
+def yaml_lines(mapping, indent=""):
+    """A mapping as YAML block lines; nested mappings (broker.cloudevents) nest."""
+    lines = []
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            lines += [f"{indent}{key}:", *yaml_lines(value, indent + "  ")]
+        else:
+            lines.append(f"{indent}{key}: {yaml_value(value)}")
+    return lines
 
 
 def run_cli(*args, check=True):

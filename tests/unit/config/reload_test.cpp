@@ -57,6 +57,7 @@ TEST_CASE("connections, identity and order-affecting keys need a restart and kee
   loaded.database.statement_timeout = milliseconds(1000);
   loaded.broker.url = "amqps://broker:5671";
   loaded.broker.tls.verify_host = false;
+  loaded.broker.cloudevents.destinations = {"orders"};  // the publisher's encoder takes it at start
   loaded.dispatch.per_session_in_flight = 4;
   loaded.leases.lease_ttl = milliseconds(60000);
   loaded.http.listen = "127.0.0.1:9187";
@@ -64,7 +65,8 @@ TEST_CASE("connections, identity and order-affecting keys need a restart and kee
 
   const auto plan = plan_reload(base(), loaded);
   CHECK(plan.needs_restart == Strings{"database.url", "database.statement_timeout_ms", "broker.url", "broker.tls",
-                                      "dispatch.per_session_in_flight", "leases.lease_ttl_ms", "http.listen"});
+                                      "broker.cloudevents", "dispatch.per_session_in_flight", "leases.lease_ttl_ms",
+                                      "http.listen"});
   CHECK(plan.applied == Strings{"dispatch.batch_size"});
   Config expected = base();
   expected.dispatch.batch_size = 7;
