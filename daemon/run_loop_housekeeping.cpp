@@ -34,6 +34,8 @@ void RunLoop::update_health() {
   metrics_.in_flight.set(static_cast<std::int64_t>(book_.in_flight()));
   metrics_.buffered.set(static_cast<std::int64_t>(book_.buffered()));
   metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
+  metrics_.database_up.set(health_.database_up ? 1 : 0);
+  metrics_.broker_up.set(health_.broker_up ? 1 : 0);
 }
 
 void RunLoop::purge_finished() {
