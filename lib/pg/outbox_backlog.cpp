@@ -9,9 +9,10 @@ namespace outboxd::pg {
 namespace outbox_sql {
 namespace {
 
-// The rows of messages_waiting_idx and of messages_failed_idx.
+// The rows of messages_waiting_idx, messages_retrying_idx and messages_parked_idx.
 constexpr const char* kWaiting = "m.status = 'pending' AND m.next_attempt_at IS NULL";
-constexpr const char* kFailed = "(m.status = 'parked' OR (m.status = 'pending' AND m.next_attempt_at IS NOT NULL))";
+constexpr const char* kRetrying = "m.status = 'pending' AND m.next_attempt_at IS NOT NULL";
+constexpr const char* kParked = "m.status = 'parked'";
 
 // Destinations in name order, one index descent each (a skip scan), at most $3 + 1.
 std::string destinations(const std::string& name, const std::string& t, const char* rows) {
@@ -45,18 +46,18 @@ std::string milliseconds(const std::string& interval) {
 
 std::string backlog(const std::string& t) {
   const std::string waiting = kWaiting;
-  return "WITH RECURSIVE " + destinations("waiting", t, kWaiting) + ", " + destinations("failed", t, kFailed) +
-         ", found AS (SELECT d FROM waiting WHERE d IS NOT NULL UNION SELECT d FROM failed WHERE d IS NOT NULL "
-         "ORDER BY d LIMIT $3 + 1), "
-         "listed AS (SELECT d FROM found ORDER BY d LIMIT $3) "
+  return "WITH RECURSIVE " + destinations("waiting", t, kWaiting) + ", " + destinations("retrying", t, kRetrying) +
+         ", " + destinations("parked", t, kParked) +
+         ", found AS (SELECT d FROM waiting UNION SELECT d FROM retrying UNION SELECT d FROM parked "
+         "ORDER BY d NULLS LAST LIMIT $3 + 1), "
+         "listed AS (SELECT d FROM found WHERE d IS NOT NULL ORDER BY d LIMIT $3) "
          "SELECT x.d, " +
          capped_count(t, waiting + " AND m.due_at <= now()") + ", " +
-         capped_count(t, waiting + " AND m.due_at > now()") + ", " +
-         capped_count(t, "m.status = 'pending' AND m.next_attempt_at IS NOT NULL") + ", " +
-         capped_count(t, "m.status = 'parked'") + ", " +
+         capped_count(t, waiting + " AND m.due_at > now()") + ", " + capped_count(t, kRetrying) + ", " +
+         capped_count(t, kParked) + ", " +
          milliseconds("now() - " + first_due(t, waiting + " AND m.due_at <= now()")) + ", " +
          milliseconds(first_due(t, waiting + " AND m.due_at > now()") + " - now()") + ", " +
-         "(SELECT count(*) > $3 FROM found) FROM listed x ORDER BY x.d";
+         "(SELECT count(d) > $3 FROM found) FROM listed x ORDER BY x.d";
 }
 
 }  // namespace outbox_sql

@@ -3,8 +3,9 @@
 -- index-only scans need the visibility map.
 -- 50k due rows of one destination, 50k scheduled of another, some retrying
 -- and parked, 2000 finished.
-INSERT INTO outbox.messages (message_id, destination, created_at, due_at)
-SELECT 'due-' || i, 'orders', now() - interval '1 hour' + i * interval '1 ms', now() - interval '1 hour' + i * interval '1 ms'
+INSERT INTO outbox.messages (message_id, destination, session_id, created_at, due_at)
+SELECT 'due-' || i, 'orders', 'wf-' || (i % 500), now() - interval '1 hour' + i * interval '1 ms',
+       now() - interval '1 hour' + i * interval '1 ms'
   FROM generate_series(1, 50000) i;
 INSERT INTO outbox.messages (message_id, destination, due_at)
 SELECT 'later-' || i, 'timeouts', now() + interval '1 day' + i * interval '1 second' FROM generate_series(1, 50000) i;
@@ -17,12 +18,14 @@ VACUUM ANALYZE outbox.messages;
 
 BEGIN;
 SET search_path = public;
-SELECT plan(12);
+SELECT plan(14);
 
 SELECT has_index('outbox', 'messages', 'messages_waiting_idx', ARRAY['destination', 'partition', 'due_at'],
   'messages_waiting_idx leads with destination and partition');
-SELECT has_index('outbox', 'messages', 'messages_failed_idx', ARRAY['destination', 'partition', 'status', 'next_attempt_at'],
-  'messages_failed_idx leads with destination and partition, and carries next_attempt_at');
+SELECT has_index('outbox', 'messages', 'messages_retrying_idx', ARRAY['destination', 'partition'],
+  'messages_retrying_idx leads with destination and partition');
+SELECT has_index('outbox', 'messages', 'messages_parked_idx', ARRAY['destination', 'partition'],
+  'messages_parked_idx leads with destination and partition');
 
 CREATE FUNCTION pg_temp.buffers(query text) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
@@ -69,7 +72,10 @@ SELECT is((SELECT min(due_at) FROM outbox.messages WHERE message_id = 'due-41'),
        AND m.status = 'pending' AND m.next_attempt_at IS NULL AND m.due_at <= now() ORDER BY m.due_at LIMIT 1) o),
   '... and it is the oldest row neither retrying nor parked');
 SELECT matches(sqltest.explain((SELECT query FROM lookups WHERE name = 'retrying count')),
-  'Index Only Scan using messages_failed_idx', 'retrying rows are counted in messages_failed_idx');
+  'Index Only Scan using messages_retrying_idx', 'retrying rows are counted in messages_retrying_idx');
+SELECT matches(sqltest.explain($$SELECT 1 FROM outbox.messages b WHERE b.session_id = 'wf-1' AND b.id < 1000000
+                                   AND (b.status = 'parked' OR (b.status = 'pending' AND b.next_attempt_at > now()))$$),
+  'messages_blocked_idx', 'the claim''s blocked-session probe still uses messages_blocked_idx');
 SELECT is(sqltest.try_as_member('outbox_dispatcher', (SELECT query FROM lookups WHERE name = 'oldest due')),
   'ok', 'the dispatcher role may run them');
 
