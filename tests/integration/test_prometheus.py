@@ -162,7 +162,8 @@ def test_backlog_series_form_in_prometheus_and_fall_to_zero_as_rows_drain(workdi
         assert daemon.stop() == 0, daemon.log()
 
 
-def test_live_metrics_pass_promtool_with_backlog_series_and_awkward_destinations(workdir, database, broker):
+def test_live_metrics_pass_promtool_with_backlog_series_and_awkward_destinations_until_turned_off(
+        workdir, database, broker):
     promtool = shutil.which("promtool")
     if not promtool:
         pytest.skip("promtool is not installed (Debian: prometheus)")
@@ -177,5 +178,12 @@ def test_live_metrics_pass_promtool_with_backlog_series_and_awkward_destinations
         checked = subprocess.run([promtool, "check", "metrics"], input=metrics_text(port), capture_output=True,
                                  timeout=60)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+        # Reloaded with backlog_interval_ms 0, the figures go rather than grow stale.
+        write_config(daemon.config_path, database, broker,
+                     http={"listen": f"127.0.0.1:{port}", "backlog_interval_ms": 0})
+        daemon.signal(signal.SIGHUP)
+        wait_until(lambda: b"outboxd_backlog_rows{" not in metrics_text(port) and b"# TYPE outboxd_backlog_rows"
+                   in metrics_text(port), timeout=TIMEOUT, interval=0.2, what="the backlog series gone after reload")
     finally:
         assert daemon.stop() == 0, daemon.log()
