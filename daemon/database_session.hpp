@@ -66,6 +66,10 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   core::Result<int> purge(std::chrono::milliseconds keep_for, int batch) override {
     return store_->purge(keep_for, batch);
   }
+  core::Result<pg::BacklogReport> backlog(const std::vector<int>& partitions, int count_cap,
+                                          int max_destinations) override {
+    return store_->backlog(partitions, count_cap, max_destinations);
+  }
   core::Status arm_notify(std::string_view instance_id, bool armed) override {
     return store_->arm_notify(instance_id, armed);
   }

@@ -41,6 +41,7 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
     : config_(std::move(config)),
       instance_id_(std::move(instance_id)),
       metrics_(registry_),
+      backlog_(registry_),
       db_(ports.database),
       broker_(ports.broker),
       events_(ports.events),
@@ -85,6 +86,7 @@ std::optional<int> RunLoop::start() {
   next_poll_ = now + config_.dispatch.poll_interval;
   next_purge_ = now;
   schedule_stats(now);
+  schedule_backlog(now);
   report_status(false);
   return std::nullopt;
 }
@@ -103,6 +105,7 @@ bool RunLoop::iterate() {
   claim_rows();
   publish_ready();
   purge_finished();
+  measure_backlog();
   log_stats();
   if (stopping_ && finished_stopping()) return false;
   announce_ready();

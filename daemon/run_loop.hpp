@@ -9,6 +9,7 @@
 
 #include "config/config.hpp"
 #include "config/reload.hpp"
+#include "daemon/backlog_metrics.hpp"
 #include "core/clock.hpp"
 #include "daemon/lease_keeper.hpp"
 #include "daemon/ports.hpp"
@@ -59,6 +60,7 @@ class RunLoop {
   void announce_ready();
   void report_status(bool refresh);
   void schedule_stats(core::SteadyTime now);
+  void schedule_backlog(core::SteadyTime now);
   void apply_outcomes();
   core::Status keep_database();
   void persist_decisions();
@@ -66,6 +68,7 @@ class RunLoop {
   void claim_rows();
   void publish_ready();
   void purge_finished();
+  void measure_backlog();
   void log_stats();
   void sleep_until_next_event();
   void update_health();
@@ -92,6 +95,7 @@ class RunLoop {
   metrics::Registry registry_;
   metrics::Health health_;
   RunLoopMetrics metrics_;
+  BacklogMetrics backlog_;
   std::unique_ptr<metrics::HttpServer> http_;
   Database& db_;
   Broker& broker_;
@@ -112,6 +116,7 @@ class RunLoop {
   core::SteadyTime next_poll_{};
   core::SteadyTime next_purge_{};
   core::SteadyTime next_stats_{};
+  core::SteadyTime next_backlog_{};  // the first measurement comes at once
   std::optional<core::SteadyTime> writes_since_;  // oldest unpersisted decision
 
   bool stopping_ = false;

@@ -1,4 +1,4 @@
-// Housekeeping between claims: leases, retention purge, stats and health.
+// Housekeeping between claims: leases, retention purge, backlog figures, stats and health.
 #include "daemon/run_loop.hpp"
 
 #include <spdlog/spdlog.h>
@@ -34,6 +34,8 @@ void RunLoop::update_health() {
   metrics_.in_flight.set(static_cast<std::int64_t>(book_.in_flight()));
   metrics_.buffered.set(static_cast<std::int64_t>(book_.buffered()));
   metrics_.partitions.set(static_cast<std::int64_t>(leases_.partitions().size()));
+  metrics_.database_up.set(health_.database_up ? 1 : 0);
+  metrics_.broker_up.set(health_.broker_up ? 1 : 0);
 }
 
 void RunLoop::purge_finished() {
@@ -47,6 +49,31 @@ void RunLoop::purge_finished() {
   if (purged.value() > 0) spdlog::info("retention: purged {} finished rows", purged.value());
   // A full batch means more is waiting: come back soon rather than at the interval.
   if (purged.value() == config_.retention.purge_batch) next_purge_ = now + milliseconds(100);
+}
+
+// The figures cover the partitions this instance holds: those it claims from
+// and those draining, which no other instance may hold yet.
+void RunLoop::measure_backlog() {
+  const auto now = clock_.now();
+  if (now < next_backlog_ || !db_.up() || stopping_) return;
+  next_backlog_ = now + config_.http.backlog_interval;
+  auto held = leases_.partitions();
+  held.insert(held.end(), leases_.draining().begin(), leases_.draining().end());
+  auto report = db_.rows().backlog(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations);
+  if (!report) return fail_database(report.error());
+  backlog_.duration.observe(std::chrono::duration<double>(clock_.now() - now).count());
+  backlog_.publish(report.value());
+}
+
+// Measured only for /metrics, and not at all with backlog_interval_ms 0.
+void RunLoop::schedule_backlog(core::SteadyTime now) {
+  const auto interval = config_.http.backlog_interval;
+  if (config_.http.listen.empty() || interval.count() == 0) {
+    next_backlog_ = core::SteadyTime::max();
+    backlog_.clear();
+    return;
+  }
+  next_backlog_ = std::min(next_backlog_, now + interval);
 }
 
 void RunLoop::log_stats() {

@@ -23,6 +23,8 @@ struct RunLoopMetrics {
         in_flight(r.gauge("outboxd_in_flight", "Deliveries awaiting a broker outcome")),
         buffered(r.gauge("outboxd_buffered", "Claimed rows waiting to be published")),
         partitions(r.gauge("outboxd_partitions_held", "Partitions leased by this instance")),
+        database_up(r.gauge("outboxd_connected", kConnectedHelp, {{"peer", "database"}})),
+        broker_up(r.gauge("outboxd_connected", kConnectedHelp, {{"peer", "broker"}})),
         claim_seconds(r.histogram("outboxd_claim_duration_seconds", "Time of one claim round trip")),
         mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")),
         delay_to_publish(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "publish"}},
@@ -46,12 +48,15 @@ struct RunLoopMetrics {
   metrics::Gauge& in_flight;
   metrics::Gauge& buffered;
   metrics::Gauge& partitions;
+  metrics::Gauge& database_up;
+  metrics::Gauge& broker_up;
   metrics::Histogram& claim_seconds;
   metrics::Histogram& mark_seconds;
   metrics::Histogram& delay_to_publish;  // handed to the AMQP client
   metrics::Histogram& delay_to_accept;   // the broker's accepted outcome applied
 
  private:
+  static constexpr const char* kConnectedHelp = "1 while the connection to the peer is up, 0 otherwise";
   static constexpr const char* kDelayHelp =
       "Time from a row becoming due (created_at, due_at of a timeout, or the end of a backoff; database "
       "clock up to the claim) until it was handed to the AMQP client or the broker accepted it";

@@ -66,6 +66,7 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
     next_poll_ = std::min(next_poll_, now + config_.dispatch.poll_interval);
     next_purge_ = std::min(next_purge_, now + config_.retention.purge_interval);
     schedule_stats(now);
+    schedule_backlog(now);
     spdlog::info("reload: applied {}", fmt::join(plan.applied, ", "));
   }
   if (!plan.needs_restart.empty()) {

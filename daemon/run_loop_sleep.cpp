@@ -43,6 +43,7 @@ milliseconds RunLoop::sleep_budget() {
     return until(now, deadline);
   }
   consider(next_purge_);
+  consider(next_backlog_);
   consider(leases_.next_renewal());
   consider(late_commits_.next_check());
   if (writes_since_) consider(*writes_since_ + kMarkDelay);

@@ -29,6 +29,8 @@ PACKAGES=(
   python3-venv
   # The fuzz targets (tests/fuzz/run.sh) are built with clang's libFuzzer.
   clang-15 libfuzzer-15-dev
+  # promtool checks config/prometheus and /metrics; the metrics test runs a Prometheus server.
+  prometheus
 )
 
 usage() { echo "usage: scripts/setup.sh [--release] [--target T]... [--no-build]" >&2; exit 2; }

@@ -157,6 +157,7 @@ struct LogConfig {
 
 struct HttpConfig {
   std::string listen;             // host:port for /metrics /healthz /readyz; empty: off
+  milliseconds backlog_interval{5000};       // backlog figures of /metrics; 0: off
 
   bool operator==(const HttpConfig&) const = default;
 };

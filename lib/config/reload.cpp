@@ -122,6 +122,7 @@ const std::vector<Key>& keys() {
       applied<&Config::log, &LogConfig::level>("log.level"),
       applied<&Config::log, &LogConfig::format>("log.format"),
       restart<&Config::http, &HttpConfig::listen>("http.listen"),
+      applied<&Config::http, &HttpConfig::backlog_interval>("http.backlog_interval_ms"),
   };
   return table;
 }

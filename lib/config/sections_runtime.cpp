@@ -20,6 +20,7 @@ constexpr IntRange kNotifyMaxRate{1, 1'000'000};
 constexpr IntRange kBusyPollMs{1, 1000};
 constexpr IntRange kShutdownTimeoutMs{0, 3'600'000};
 constexpr IntRange kStatsIntervalMs{0, 86'400'000};   // 0: no stats lines
+constexpr IntRange kBacklogIntervalMs{0, 86'400'000}; // 0: no backlog figures
 constexpr IntRange kKeepForS{0, 315'360'000};         // up to ten years
 constexpr IntRange kPurgeBatch{1, 100'000};
 constexpr IntRange kPurgeIntervalMs{100, 86'400'000};
@@ -132,6 +133,7 @@ void read_log(MapReader& root, LogConfig& out) {
 
 void read_http(MapReader& root, HttpConfig& out) {
   MapReader http = root.section("http");
+  http.millis("backlog_interval_ms", out.backlog_interval, kBacklogIntervalMs);
   std::string listen;
   if (!http.text("listen", listen)) return;
   if (!listen.empty() && !is_listen_address(listen)) {

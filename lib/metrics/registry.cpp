@@ -88,6 +88,23 @@ std::vector<double> default_duration_buckets() {
   return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 }
 
+// ---- GaugeSet ----
+
+void GaugeSet::replace(std::vector<Sample> samples) {
+  for (const auto& sample : samples) {
+    for (const auto& label : sample.first) {
+      if (!valid_label_name(label.first)) contract_violation("invalid label name \"" + label.first + "\"");
+    }
+  }
+  std::lock_guard lock(mutex_);
+  samples_ = std::move(samples);
+}
+
+std::vector<GaugeSet::Sample> GaugeSet::samples() const {
+  std::lock_guard lock(mutex_);
+  return samples_;
+}
+
 // ---- Registry ----
 
 struct Registry::Series {
@@ -103,6 +120,7 @@ struct Registry::Family {
   std::string help;
   std::vector<double> bounds;  // histograms only
   std::vector<std::unique_ptr<Series>> series;
+  std::unique_ptr<GaugeSet> set;  // gauge_set() families only, which have no `series`
 };
 
 Registry::Registry() = default;
@@ -124,11 +142,21 @@ Histogram& Registry::histogram(std::string name, std::string help, Labels labels
   return *series(MetricType::histogram, std::move(name), std::move(help), std::move(labels), &bounds).histogram;
 }
 
+GaugeSet& Registry::gauge_set(std::string name, std::string help) {
+  check_names(name, {});
+  std::lock_guard lock(mutex_);
+  Family& family = family_for(MetricType::gauge, name, std::move(help), nullptr);
+  if (!family.series.empty()) contract_violation(name + ": registered as plain gauges, now asked for as a set");
+  if (!family.set) family.set = std::make_unique<GaugeSet>();
+  return *family.set;
+}
+
 Registry::Series& Registry::series(MetricType type, std::string name, std::string help, Labels labels,
                                    const std::vector<double>* bounds) {
   check_names(name, labels);
   std::lock_guard lock(mutex_);
-  Family& family = family_for(type, std::move(name), std::move(help), bounds);
+  Family& family = family_for(type, name, std::move(help), bounds);
+  if (family.set) contract_violation(name + ": registered as a gauge set, now asked for as one series");
   for (const auto& existing : family.series) {
     if (existing->labels == labels) return *existing;
   }
@@ -199,6 +227,12 @@ void render_histogram(std::string& out, const std::string& name, const Labels& l
   out += name + "_count" + block + ' ' + std::to_string(counts.back()) + '\n';
 }
 
+void render_set(std::string& out, const std::string& name, const GaugeSet& set) {
+  for (const auto& [labels, value] : set.samples()) {
+    out += name + text_format::label_block(labels) + ' ' + text_format::format_double(value) + '\n';
+  }
+}
+
 }  // namespace
 
 std::string Registry::render() const {
@@ -207,6 +241,7 @@ std::string Registry::render() const {
   for (const auto& family : families_) {
     out += "# HELP " + family->name + ' ' + text_format::escape_help(family->help) + '\n';
     out += "# TYPE " + family->name + ' ' + to_string(family->type) + '\n';
+    if (family->set) render_set(out, family->name, *family->set);
     for (const auto& series : family->series) {
       switch (family->type) {
         case MetricType::counter:

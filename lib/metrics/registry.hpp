@@ -54,6 +54,25 @@ class Gauge {
   std::atomic<std::int64_t> value_{0};
 };
 
+// A gauge family whose series are replaced together: figures computed now and
+// then whose label values come from data, so a series may also disappear.
+// replace() and samples() take a mutex of their own, held only to swap or copy;
+// replace() checks label names as the registry does (a bad one aborts).
+class GaugeSet {
+ public:
+  using Sample = std::pair<Labels, double>;
+  GaugeSet() = default;
+  GaugeSet(const GaugeSet&) = delete;
+  GaugeSet& operator=(const GaugeSet&) = delete;
+
+  void replace(std::vector<Sample> samples);
+  std::vector<Sample> samples() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Sample> samples_;
+};
+
 // Fixed upper bounds (`le`), strictly increasing and finite; the +Inf bucket
 // is implicit. Each observation lands in exactly one slot; the cumulative
 // counts and the total are summed at render time, so `_count` always equals
@@ -98,6 +117,8 @@ class Registry {
   Gauge& gauge(std::string name, std::string help, Labels labels = {});
   Histogram& histogram(std::string name, std::string help, Labels labels = {},
                        std::vector<double> bounds = default_duration_buckets());
+  // A gauge family of its own: no other series may share its name.
+  GaugeSet& gauge_set(std::string name, std::string help);
 
   // Families and their series in registration order.
   std::string render() const;

@@ -103,6 +103,7 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       {prefix_ + "record_failures", sql::record_failures(table_, leases)},
       {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
       {prefix_ + "purge", sql::purge(table_)},
+      {prefix_ + "backlog", sql::backlog(table_)},
       {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
       {prefix_ + "open_transactions", sql::open_transactions()},
       {prefix_ + "still_open", sql::still_open()},

@@ -46,6 +46,25 @@ struct StatusReport {
   std::vector<DestinationStatus> destinations;  // by name
 };
 
+// The backlog of one destination in the partitions asked about, for /metrics.
+// Counts stop at the cap they were asked with.
+struct DestinationBacklog {
+  std::string destination;
+  std::int64_t due = 0;        // pending, not failed yet, due_at reached (in flight included)
+  std::int64_t scheduled = 0;  // pending, not failed yet, due_at ahead
+  std::int64_t retrying = 0;   // pending after a failure (next_attempt_at set): backing off or due again
+  std::int64_t parked = 0;
+  // Seconds since the due_at of the oldest due row (0 when none is due), and
+  // until the due_at of the next scheduled row; database clock.
+  double oldest_due_age = 0;
+  std::optional<double> next_due_in;
+};
+
+struct BacklogReport {
+  std::vector<DestinationBacklog> destinations;  // the first ones by name
+  bool truncated = false;  // more destinations have rows than were listed
+};
+
 // What `outboxd fire` changed, with the database's account of who and when.
 struct FireReport {
   int rows = 0;
@@ -114,6 +133,13 @@ class OutboxStore {
   // LISTEN on "<schema>_wakeup" (kept across Connection::reset()).
   core::Status listen();
   const std::string& channel() const { return channel_; }
+
+  // For /metrics: the backlog of these partitions for at most
+  // `max_destinations` destinations (the first by name among those with
+  // pending or parked rows anywhere), each count stopping at `count_cap`.
+  // Index lookups only (015_backlog_index.sql): its cost does not grow with
+  // the table, see outbox_backlog.cpp.
+  core::Result<BacklogReport> backlog(const std::vector<int>& partitions, int count_cap, int max_destinations);
 
   // For `outboxd status`: counts per destination and in total.
   core::Result<StatusReport> status();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile, the library layering.
+# Static checks of the scripts and the packaging: shellcheck, the systemd unit, the Dockerfile, the library layering, the Prometheus rules.
 #
 # Usage: tests/packaging/check.sh [path/to/outboxd]   (default: build/daemon/outboxd)
 # The Dockerfile is checked by reading it: its packages exist in Debian 12, its runtime stage
@@ -229,6 +229,7 @@ check "Dockerfile COPY sources exist" docker_copy_sources
 check "Dockerfile FROM lines name exact tags or digests" docker_from_pinned
 check "Dockerfile HEALTHCHECK runs outboxd healthcheck with the run config" docker_healthcheck
 check "core and dispatch are pure, pg and amqp apart (docs/design.md)" library_layering
+check "config/prometheus loads in promtool and its alert rules pass their unit tests" tests/packaging/prometheus_rules.sh
 check "core and dispatch link nothing third-party; the link graph is the design's" library_links
 printf '%d passed, %d failed\n' "$passed" "$failed"
 ((failed == 0))

@@ -132,6 +132,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return changed;
   }
   core::Result<int> purge(std::chrono::milliseconds, int) override { return 0; }
+  core::Result<pg::BacklogReport> backlog(const std::vector<int>&, int, int) override { return pg::BacklogReport{}; }
   core::Status arm_notify(std::string_view, bool on) override {
     armed = on;
     return {};

@@ -73,6 +73,8 @@ TEST_CASE("Run loop: claimed rows are published, accepted and marked dispatched"
   CHECK(m.published.value() == 3);
   CHECK(m.accepted.value() == 3);
   CHECK(m.dispatched.value() == 3);
+  CHECK(m.database_up.value() == 1);
+  CHECK(m.broker_up.value() == 1);
   CHECK(f.stop() == 0);
 }
 

@@ -187,3 +187,23 @@ TEST_CASE("Concurrent increments of one counter are all counted", "[metrics]") {
   REQUIRE(seen.sum() == Approx(0.5 * static_cast<double>(total)));
   REQUIRE(registry.render().find("outboxd_race_total{k=\"v\"} 160000\n") != std::string::npos);
 }
+
+TEST_CASE("A gauge set renders the samples of its last replace, label values escaped", "[metrics]") {
+  Registry registry;
+  GaugeSet& lag = registry.gauge_set("outboxd_lag_seconds", "Lag per destination.");
+  REQUIRE(registry.render() ==
+          "# HELP outboxd_lag_seconds Lag per destination.\n"
+          "# TYPE outboxd_lag_seconds gauge\n");
+  lag.replace({{{{"destination", "orders"}}, 1.5}, {{{"destination", "a\"b\\c\nd"}}, 0}});
+  REQUIRE(registry.render() ==
+          "# HELP outboxd_lag_seconds Lag per destination.\n"
+          "# TYPE outboxd_lag_seconds gauge\n"
+          "outboxd_lag_seconds{destination=\"orders\"} 1.5\n"
+          "outboxd_lag_seconds{destination=\"a\\\"b\\\\c\\nd\"} 0\n");
+  lag.replace({{{{"destination", "invoices"}}, 2}});
+  REQUIRE(registry.render() ==
+          "# HELP outboxd_lag_seconds Lag per destination.\n"
+          "# TYPE outboxd_lag_seconds gauge\n"
+          "outboxd_lag_seconds{destination=\"invoices\"} 2\n");
+  REQUIRE(&registry.gauge_set("outboxd_lag_seconds", "Lag per destination.") == &lag);
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The backlog measurement's cost with N pending rows: a fresh database, N rows, then bench/backlog_cost.
+#
+#   bench/backlog_cost.sh ROWS [RUNS]      e.g. bench/backlog_cost.sh 1000000
+#
+# Needs the PostgreSQL of scripts/services.sh (source its services.env) and a
+# build with the backlog_cost target (BUILD, default build). The rows spread
+# over 10 destinations: 90% due now, 10% scheduled an hour ahead, 1 in 1000
+# retrying and 1 in 1000 parked. The database is dropped afterwards.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+rows=${1:?usage: bench/backlog_cost.sh ROWS [RUNS]}
+runs=${2:-11}
+build=${BUILD:-$root/build}
+: "${OUTBOXD_TEST_PG_URL:?source the services.env of scripts/services.sh}"
+db="backlog_cost_$$"
+dispatcher="${db}_dispatcher"
+work=$(mktemp -d)
+base=${OUTBOXD_TEST_PG_URL%/*}
+cleanup() {
+  psql -X -q -d "$OUTBOXD_TEST_PG_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" \
+    -c "DROP ROLE IF EXISTS $dispatcher" >/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+psql -X -q -d "$OUTBOXD_TEST_PG_URL" -c "CREATE DATABASE $db"
+printf 'database:\n  url: "%s/%s"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n' "$base" "$db" >"$work/migrate.yaml"
+"$build/daemon/outboxd" migrate -c "$work/migrate.yaml" >/dev/null
+psql -X -q -d "$base/$db" -v ON_ERROR_STOP=1 <<SQL
+CREATE ROLE $dispatcher LOGIN IN ROLE outbox_dispatcher;
+INSERT INTO outbox.messages (message_id, destination, due_at)
+SELECT 'm' || i, 'destination-' || (i % 10),
+       CASE WHEN i % 10 = 0 THEN now() + interval '1 hour' ELSE now() END
+  FROM generate_series(1, $rows) i;
+UPDATE outbox.messages SET attempts = 1, next_attempt_at = now() + interval '1 minute' WHERE id % 1000 = 1;
+UPDATE outbox.messages SET status = 'parked' WHERE id % 1000 = 2;
+VACUUM ANALYZE outbox.messages;
+SQL
+printf 'database:\n  url: "%s/%s"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n' \
+  "${base/postgres@/$dispatcher@}" "$db" >"$work/run.yaml"
+"$build/bench/backlog_cost" -c "$work/run.yaml" "$runs"
