@@ -30,6 +30,7 @@ class RowStore {
   virtual core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures,
                                             std::string_view owner) = 0;
   virtual core::Result<int> purge(std::chrono::milliseconds keep_for, int batch) = 0;
+  virtual core::Result<pg::FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int batch) = 0;
   virtual core::Status arm_notify(std::string_view instance_id, bool armed) = 0;
   virtual core::Result<std::vector<std::string>> open_transactions() = 0;
   virtual core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions) = 0;

@@ -19,6 +19,8 @@ std::string delete_dispatched(const std::string& t, const std::string& leases);
 std::string record_failures(const std::string& t, const std::string& leases);
 std::string time_to_next_due(const std::string& t);
 std::string purge(const std::string& t);
+std::string purge_cancelled(const std::string& t);
+std::string purge_events(const std::string& schema);
 std::string set_idle(const std::string& instances);
 std::string open_transactions();
 std::string still_open();

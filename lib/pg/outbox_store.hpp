@@ -46,6 +46,12 @@ struct StatusReport {
   std::vector<DestinationStatus> destinations;  // by name
 };
 
+// What OutboxStore::purge_failed() deleted.
+struct FailedPurge {
+  int rows = 0;    // cancelled rows
+  int events = 0;  // row_events
+};
+
 // What `outboxd fire` changed, with the database's account of who and when.
 struct FireReport {
   int rows = 0;
@@ -99,9 +105,11 @@ class OutboxStore {
   // due (database clock, rounded up); nullopt when nothing is waiting.
   core::Result<std::optional<std::chrono::milliseconds>> time_to_next_due(const std::vector<int>& partitions);
 
-  // Deletes up to `batch` dispatched or cancelled rows finished more than
-  // keep_for ago; returns how many.
+  // Deletes up to `batch` rows dispatched more than keep_for ago; returns how many.
   core::Result<int> purge(std::chrono::milliseconds keep_for, int batch);
+  // Deletes up to `batch` rows cancelled, and up to `batch` row events
+  // written, more than keep_for ago (at least an hour: see purge_row_events()).
+  core::Result<FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int batch);
 
   // Upserts this instance's row: armed (the row's idle flag) makes inserts NOTIFY the wake-up channel.
   core::Status arm_notify(std::string_view instance_id, bool armed);

@@ -455,7 +455,7 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
   CHECK_FALSE(elsewhere.value().has_value());
 }
 
-TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][store]") {
+TEST_CASE("purge deletes old dispatched rows in batches, oldest first; purge_failed the cancelled ones", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -475,10 +475,16 @@ TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][stor
   CHECK(first.value() == 4);
   auto second = store.purge(std::chrono::hours(24), 4);
   REQUIRE(second.ok());
-  CHECK(second.value() == 2);
+  CHECK(second.value() == 1);
   auto third = store.purge(std::chrono::hours(24), 4);
   REQUIRE(third.ok());
   CHECK(third.value() == 0);
+  auto young = store.purge_failed(std::chrono::hours(72), 4);
+  REQUIRE(young.ok());
+  CHECK(young.value().rows == 0);
+  auto failed = store.purge_failed(std::chrono::hours(24), 4);
+  REQUIRE(failed.ok());
+  CHECK(failed.value().rows == 1);
   const Rows left = must(connection, "SELECT message_id FROM outbox.messages ORDER BY id");
   REQUIRE(left.size() == 2);
   CHECK(left.text(0, 0) == "recent");

@@ -132,6 +132,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return changed;
   }
   core::Result<int> purge(std::chrono::milliseconds, int) override { return 0; }
+  core::Result<pg::FailedPurge> purge_failed(std::chrono::milliseconds, int) override { return pg::FailedPurge{}; }
   core::Status arm_notify(std::string_view, bool on) override {
     armed = on;
     return {};
