@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "daemon/cli_operator.hpp"
 #include "daemon/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
   fire->add_option("message_id", target.message_ids, "message ids of scheduled rows");
   fire->add_option("--session", target.session_id, "every scheduled row of this session");
   for (auto* cmd : {version, run, check, migrate, status, requeue, skip, health, fire}) add_config(cmd);
+  OperatorCli operator_cli;
+  operator_cli.add(app, add_config);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -49,5 +52,6 @@ int main(int argc, char** argv) {
   if (*skip) return cmd_skip(config_path, target);
   if (*health) return cmd_healthcheck(config_path);
   if (*fire) return cmd_fire(config_path, target);
+  if (auto done = operator_cli.run(config_path)) return *done;
   return cmd_run(config_path);
 }

@@ -152,11 +152,11 @@ COMMENT ON FUNCTION wake_dispatchers() IS
   'Internal: NOTIFY <schema>_wakeup at commit, busy or idle: a session an operator unblocked may be one '
   'a busy dispatcher has stopped looking at.';
 
-CREATE FUNCTION requeue_parked(message_ids text[], session_id text DEFAULT NULL, all_parked boolean DEFAULT false,
-                               os_user text DEFAULT NULL)
+-- requeue and skip: lock the rows, record the events (with the last error
+-- before the change), change the rows, wake the dispatchers.
+CREATE FUNCTION change_parked(action text, message_ids text[], session_id text, all_parked boolean, os_user text)
 RETURNS SETOF text
 LANGUAGE plpgsql
-SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
 DECLARE
@@ -164,15 +164,35 @@ DECLARE
 BEGIN
   PERFORM require_text('os_user', os_user, 128);
   ids := lock_parked(message_ids, session_id, all_parked);
-  PERFORM record_events('requeued', ids, os_user);
-  RETURN QUERY
-    UPDATE messages m SET status = 'pending', attempts = 0, next_attempt_at = NULL,
-                          first_failed_at = NULL, last_failed_at = NULL
-     WHERE m.id = ANY (ids) RETURNING m.message_id;
+  PERFORM record_events(action, ids, os_user);
+  IF action = 'requeued' THEN
+    RETURN QUERY
+      UPDATE messages m SET status = 'pending', attempts = 0, next_attempt_at = NULL,
+                            first_failed_at = NULL, last_failed_at = NULL
+       WHERE m.id = ANY (ids) RETURNING m.message_id;
+  ELSE
+    RETURN QUERY
+      UPDATE messages m SET status = 'cancelled', cancelled_at = now(),
+                            last_error = 'skipped by operator' || coalesce('; last error: ' || m.last_error, '')
+       WHERE m.id = ANY (ids) RETURNING m.message_id;
+  END IF;
   IF cardinality(ids) > 0 THEN
     PERFORM wake_dispatchers();
   END IF;
 END
+$$;
+
+COMMENT ON FUNCTION change_parked(text, text[], text, boolean, text) IS
+  'Internal: the body of requeue_parked() (action requeued) and skip_parked() (action skipped).';
+
+CREATE FUNCTION requeue_parked(message_ids text[], session_id text DEFAULT NULL, all_parked boolean DEFAULT false,
+                               os_user text DEFAULT NULL)
+RETURNS SETOF text
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+  SELECT change_parked('requeued', message_ids, session_id, all_parked, os_user)
 $$;
 
 COMMENT ON FUNCTION requeue_parked(text[], text, boolean, text) IS
@@ -183,24 +203,11 @@ COMMENT ON FUNCTION requeue_parked(text[], text, boolean, text) IS
 CREATE FUNCTION skip_parked(message_ids text[], session_id text DEFAULT NULL, all_parked boolean DEFAULT false,
                             os_user text DEFAULT NULL)
 RETURNS SETOF text
-LANGUAGE plpgsql
+LANGUAGE sql
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-  ids bigint[];
-BEGIN
-  PERFORM require_text('os_user', os_user, 128);
-  ids := lock_parked(message_ids, session_id, all_parked);
-  PERFORM record_events('skipped', ids, os_user);
-  RETURN QUERY
-    UPDATE messages m SET status = 'cancelled', cancelled_at = now(),
-                          last_error = 'skipped by operator' || coalesce('; last error: ' || m.last_error, '')
-     WHERE m.id = ANY (ids) RETURNING m.message_id;
-  IF cardinality(ids) > 0 THEN
-    PERFORM wake_dispatchers();
-  END IF;
-END
+  SELECT change_parked('skipped', message_ids, session_id, all_parked, os_user)
 $$;
 
 COMMENT ON FUNCTION skip_parked(text[], text, boolean, text) IS
@@ -377,6 +384,7 @@ DECLARE
 BEGIN
   EXECUTE format('REVOKE ALL ON FUNCTION %1$I.record_events(text, bigint[], text), %1$I.record_parked(), '
                  '%1$I.lock_parked(text[], text, boolean), %1$I.wake_dispatchers(), '
+                 '%1$I.change_parked(text, text[], text, boolean, text), '
                  '%1$I.requeue_parked(text[], text, boolean, text), %1$I.skip_parked(text[], text, boolean, text), '
                  '%1$I.replay_targets(text[], text, text, timestamptz, timestamptz, int), '
                  '%1$I.replay(text[], text, text, timestamptz, timestamptz, int, boolean, text), '

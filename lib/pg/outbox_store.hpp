@@ -125,22 +125,12 @@ class OutboxStore {
 
   // For `outboxd status`: counts per destination and in total.
   core::Result<StatusReport> status();
-  // Parked rows back to pending with attempts 0 (the session unblocks), and
-  // a NOTIFY so a sleeping dispatcher looks at once. Return rows changed.
-  core::Result<int> requeue(std::string_view message_id);
-  // Every parked row, or only those of `session_id` when it is not empty.
-  core::Result<int> requeue_all_parked(std::string_view session_id = {});
-  // A parked row is given up: status cancelled, never published, its session
-  // unblocked; last_error keeps the reason and says it was skipped.
-  core::Result<int> skip(std::string_view message_id);
-  core::Result<int> skip_all_parked(std::string_view session_id = {});
   // Scheduled rows (pending, due later) of `message_id`, or of `session_id`
   // when it is not empty, become due now, and a NOTIFY follows.
   core::Result<FireReport> fire(std::string_view message_id, std::string_view session_id = {});
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);
-  core::Result<int> notify_if_changed(core::Result<Rows> changed, const char* context);
   core::Status notify();
 
   Connection& connection_;

@@ -143,7 +143,7 @@ SELECT set_eq($$
      AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
      -- internal helpers of the row rules and of cancel() and reschedule()
      AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'destination_problem',
-                           'lock_waiting_row', 'lock_parked', 'replay_targets')$$,
+                           'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
            ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'),
            ('outbox.record_received', 'boolean'), ('outbox.purge_received', 'integer'), ('workflow.emit', 'bigint'),
