@@ -97,3 +97,43 @@ TEST_CASE("requeue and skip change parked rows only, record who did it, and wake
   REQUIRE(claimed.ok());
   CHECK(claimed.value().rows.size() == 3);  // p1, p3, pending
 }
+
+// A claim in the middle of a pass reads immediate rows from above its cursor
+// only: a replayed row must still go out before its session's later rows.
+TEST_CASE("replayed rows are claimed before their session's later rows, even above the pass's cursor", "[pg][admin]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  Connection cli = db.dispatcher("cli");
+  Connection daemon = db.dispatcher("daemon");
+  OperatorActions admin(cli, "outbox", "");
+  OutboxStore store(daemon, "outbox");
+  const core::RowId first = insert(setup, {"r1", "s", "now() - interval '1 hour'", "now() - interval '1 hour'",
+                                           "dispatched"});
+  const core::RowId second = insert(setup, {"r2", "s", "now() - interval '1 hour'", "now() - interval '1 hour'",
+                                            "dispatched"});
+  const core::RowId later = insert(setup, {"r3", "s"});
+  const core::RowId other = insert(setup, {"o1", "t"});
+
+  auto dry = admin.replay({{}, "s", "", {}, {}, 10}, true);
+  REQUIRE(dry.ok());
+  CHECK(dry.value().matched == 2);
+  CHECK(dry.value().waiting_behind == 1);
+  CHECK(must(setup, "SELECT count(*) FROM outbox.messages WHERE status = 'dispatched'").int64(0, 0) == 2);
+  auto replayed = admin.replay({{}, "s", "", {}, {}, 10}, false);
+  REQUIRE(replayed.ok());
+  CHECK(replayed.value().message_ids == std::vector<std::string>{"r1", "r2"});
+
+  auto claimed = claim(store, all_partitions(), 10, second);  // the cursor is past both replayed rows
+  REQUIRE(claimed.ok());
+  std::vector<core::RowId> ids;
+  for (const auto& row : claimed.value().rows) ids.push_back(row.id);
+  CHECK(ids == std::vector<core::RowId>{first, other});  // r2 waits for r1; r3 is held back behind them
+  REQUIRE(claimed.value().held_back.size() == 1);
+  CHECK(claimed.value().held_back[0].id == later);
+
+  must(setup, "UPDATE outbox.messages SET status = 'dispatched', dispatched_at = now() WHERE session_id = 's'");
+  auto too_many = admin.replay({{"r1", "r2"}, "", "", {}, {}, 1}, false);
+  REQUIRE_FALSE(too_many.ok());
+  CHECK_THAT(too_many.error().message, Catch::Contains("replay would touch 2 rows, more than the limit of 1"));
+  CHECK(must(setup, "SELECT count(*) FROM outbox.messages WHERE status = 'dispatched'").int64(0, 0) == 3);
+}
