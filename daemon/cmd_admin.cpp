@@ -94,27 +94,25 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
     std::cerr << "fire: name message ids or --session S\n";
     return kExitUsage;
   }
-  const auto config = load_config_or_report(path);
-  if (!config) return kExitConfig;
-  auto connection = connect_for_command(*config, "fire");
-  if (!connection) return kExitFailure;
-  pg::OutboxStore store(*connection, config->outbox.schema);
-  std::vector<std::string> ids = target.message_ids;
-  if (ids.empty()) ids.emplace_back();  // the session alone
-  int fired = 0;
-  for (const auto& id : ids) {
-    auto report = store.fire(id, target.session_id);
-    if (!report) return database_failure("fire", report.error(), *connection, *config);
-    const auto& r = report.value();
-    fired += r.rows;
-    if (r.rows > 0) {
-      std::cout << "fire: " << (id.empty() ? "session " + target.session_id : id) << ": " << r.rows
-                << " scheduled row" << (r.rows == 1 ? "" : "s") << " due now (" << r.at << ", by database role "
-                << r.by << ")\n";
+  return with_session(path, "fire", [&](CommandSession& s) {
+    pg::OutboxStore store(s.connection, s.config.outbox.schema);
+    std::vector<std::string> ids = target.message_ids;
+    if (ids.empty()) ids.emplace_back();  // the session alone
+    int fired = 0;
+    for (const auto& id : ids) {
+      auto report = store.fire(id, target.session_id);
+      if (!report) return s.failed(report.error());
+      const auto& r = report.value();
+      fired += r.rows;
+      if (r.rows == 0) continue;
+      const std::string what = id.empty() ? "session " + target.session_id : id;
+      spdlog::info("fire: {}: {} scheduled row{} due now", what, r.rows, r.rows == 1 ? "" : "s");
+      std::cout << "fire: " << what << ": " << r.rows << " scheduled row" << (r.rows == 1 ? "" : "s")
+                << " due now (" << r.at << ", by database role " << r.by << ")\n";
     }
-  }
-  std::cout << "fire: " << fired << " scheduled row" << (fired == 1 ? "" : "s") << '\n';
-  return fired == 0 ? kExitFailure : kExitOk;
+    std::cout << "fire: " << fired << " scheduled row" << (fired == 1 ? "" : "s") << '\n';
+    return fired == 0 ? kExitFailure : kExitOk;
+  });
 }
 
 }  // namespace outboxd::daemon

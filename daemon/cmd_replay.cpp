@@ -34,7 +34,8 @@ int report_nothing(const config::Config& config) {
 int report_dry_run(const pg::ReplayReport& r, const ReplayOptions& options) {
   std::cout << "replay: " << rows(r.matched) << " would be sent again: " << id_list(r.message_ids) << '\n';
   if (r.waiting_behind > 0) {
-    std::cout << "replay: " << rows(r.waiting_behind) << " pending in their sessions would wait behind them\n";
+    std::cout << "replay: later pending rows of their sessions that would wait behind them: " << r.waiting_behind
+              << '\n';
   }
   if (r.matched > options.limit) {
     std::cout << "replay: more than --limit " << options.limit << ": narrow the selection or raise --limit\n";
@@ -52,7 +53,7 @@ int report_replayed(const pg::ReplayReport& r) {
   spdlog::info("replay: {} pending again, due now: {}", rows(count), id_list(r.message_ids));
   std::cout << "replay: " << rows(count) << " pending again, due now: " << id_list(r.message_ids) << '\n';
   if (r.waiting_behind > 0) {
-    std::cout << "replay: " << rows(r.waiting_behind) << " pending in their sessions wait behind them\n";
+    std::cout << "replay: later pending rows of their sessions that wait behind them: " << r.waiting_behind << '\n';
   }
   return kExitOk;
 }
