@@ -2,6 +2,7 @@
 
 import getpass
 import json
+import types
 
 from harness import Broker, Consumer, Daemon, enqueue, run_cli, unique, wait_until, write_config
 
@@ -156,3 +157,26 @@ def test_timeline_shows_a_session_and_replay_sends_dispatched_rows_again_in_orde
     ids = [m.id for m in again]
     assert ids == ["order-42:placed:1", "order-42:paid:1", "order-42:placed:1", "order-42:paid:1",
                    "order-42:shipped:1"], "the same message ids again, in id order, before the later row"
+
+
+def test_show_prints_a_hostile_body_harmlessly_and_timeline_is_bounded(workdir, database):
+    # Nothing is sent here: the commands only read PostgreSQL.
+    config = write_config(f"{workdir}/outboxd.yaml", database, types.SimpleNamespace(
+        url="amqp://127.0.0.1:1", profile="generic", user="", password=""))
+    body = b"\x1b[2J\x1b]0;owned\x07line\nbreak\xff" + b"x" * 200
+    with database.writer() as conn, conn.cursor() as cur:
+        enqueue(cur, "orders", "evil-1", body, session_id="evil",
+                headers='{"note": "\\u001b[31mred"}')
+        for i in range(3):
+            enqueue(cur, "orders", f"evil-{i + 2}", b"x", session_id="evil")
+    text = cli("show", "evil-1", "-c", config).stdout
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+    shown_body = next(line for line in text.splitlines() if line.startswith("body "))
+    assert f"{len(body)} bytes:" in shown_body and shown_body.endswith("..."), shown_body  # the first 96 bytes
+    shown = json.loads(cli("show", "--json", "evil-1", "-c", config).stdout)
+    assert shown["row"]["headers"] == {"note": "\x1b[31mred"}, "--json gives values whole, JSON-escaped"
+    assert "\x1b" not in shown["row"]["body_preview"]
+    bounded = cli("timeline", "evil", "--limit", "2", "-c", config).stdout
+    assert "4 rows, 2 shown: 2 more (raise --limit to see them)" in bounded and "evil-3" not in bounded, bounded
+    gone = cli("timeline", "nobody", "-c", config, check=False)
+    assert gone.returncode == 1 and "0 rows" in gone.stdout, gone
