@@ -4,10 +4,15 @@
 #include <cstdio>
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "config/loader.hpp"
+#include "daemon/command_session.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
+#include "daemon/operator_text.hpp"
 #include "pg/connection.hpp"
+#include "pg/operator_actions.hpp"
 #include "pg/outbox_store.hpp"
 
 namespace outboxd::daemon {
@@ -28,32 +33,25 @@ void print_row(const std::string& name, const pg::DestinationStatus& s) {
               static_cast<long long>(s.retrying), static_cast<long long>(s.parked), age.c_str());
 }
 
-// Runs requeue or skip for every target; returns the exit code.
-template <class ForId, class ForAll>
-int act_on_parked(const std::string& path, const AdminTarget& target, const char* command, ForId for_id,
-                  ForAll for_all) {
+using ParkedAction = core::Result<std::vector<std::string>> (pg::OperatorActions::*)(const pg::ParkedTarget&);
+
+// Runs requeue or skip on the target rows in one statement; returns the exit code.
+int act_on_parked(const std::string& path, const AdminTarget& target, const char* command, const char* done,
+                  ParkedAction action) {
   if (target.message_ids.empty() && !target.all_parked && target.session_id.empty()) {
     std::cerr << command << ": name message ids, --session S or --all-parked\n";
     return kExitUsage;
   }
-  const auto config = load_config_or_report(path);
-  if (!config) return kExitConfig;
-  auto connection = connect_for_command(*config, command);
-  if (!connection) return kExitFailure;
-  pg::OutboxStore store(*connection, config->outbox.schema);
-  int changed = 0;
-  for (const auto& id : target.message_ids) {
-    auto done = for_id(store, id);
-    if (!done) return database_failure(command, done.error(), *connection, *config);
-    changed += done.value();
-  }
-  if (target.all_parked || !target.session_id.empty()) {
-    auto done = for_all(store, target.session_id);
-    if (!done) return database_failure(command, done.error(), *connection, *config);
-    changed += done.value();
-  }
-  std::cout << command << ": " << changed << " parked row" << (changed == 1 ? "" : "s") << '\n';
-  return changed == 0 ? kExitFailure : kExitOk;
+  return with_session(path, command, [&](CommandSession& s) {
+    pg::OperatorActions actions(s.connection, s.config.outbox.schema, os_user());
+    auto changed = (actions.*action)({target.message_ids, target.session_id, target.all_parked});
+    if (!changed) return s.failed(changed.error());
+    const auto& ids = changed.value();
+    if (!ids.empty()) spdlog::info("{}: {} parked row{} {}: {}", command, ids.size(), ids.size() == 1 ? "" : "s", done,
+                                   id_list(ids));
+    std::cout << command << ": " << ids.size() << " parked row" << (ids.size() == 1 ? "" : "s") << '\n';
+    return ids.empty() ? kExitFailure : kExitOk;
+  });
 }
 
 }  // namespace
@@ -80,16 +78,13 @@ int cmd_status(const std::string& path, bool json) {
   return kExitOk;
 }
 
+// Each row changed gets a row_events entry with the database role and the OS user.
 int cmd_requeue(const std::string& path, const AdminTarget& target) {
-  return act_on_parked(
-      path, target, "requeue", [](pg::OutboxStore& s, const std::string& id) { return s.requeue(id); },
-      [](pg::OutboxStore& s, const std::string& session) { return s.requeue_all_parked(session); });
+  return act_on_parked(path, target, "requeue", "pending again", &pg::OperatorActions::requeue);
 }
 
 int cmd_skip(const std::string& path, const AdminTarget& target) {
-  return act_on_parked(
-      path, target, "skip", [](pg::OutboxStore& s, const std::string& id) { return s.skip(id); },
-      [](pg::OutboxStore& s, const std::string& session) { return s.skip_all_parked(session); });
+  return act_on_parked(path, target, "skip", "cancelled", &pg::OperatorActions::skip);
 }
 
 // Logged with who and when, as the database saw them: a timeout fired by
@@ -99,27 +94,25 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
     std::cerr << "fire: name message ids or --session S\n";
     return kExitUsage;
   }
-  const auto config = load_config_or_report(path);
-  if (!config) return kExitConfig;
-  auto connection = connect_for_command(*config, "fire");
-  if (!connection) return kExitFailure;
-  pg::OutboxStore store(*connection, config->outbox.schema);
-  std::vector<std::string> ids = target.message_ids;
-  if (ids.empty()) ids.emplace_back();  // the session alone
-  int fired = 0;
-  for (const auto& id : ids) {
-    auto report = store.fire(id, target.session_id);
-    if (!report) return database_failure("fire", report.error(), *connection, *config);
-    const auto& r = report.value();
-    fired += r.rows;
-    if (r.rows > 0) {
-      std::cout << "fire: " << (id.empty() ? "session " + target.session_id : id) << ": " << r.rows
-                << " scheduled row" << (r.rows == 1 ? "" : "s") << " due now (" << r.at << ", by database role "
-                << r.by << ")\n";
+  return with_session(path, "fire", [&](CommandSession& s) {
+    pg::OutboxStore store(s.connection, s.config.outbox.schema);
+    std::vector<std::string> ids = target.message_ids;
+    if (ids.empty()) ids.emplace_back();  // the session alone
+    int fired = 0;
+    for (const auto& id : ids) {
+      auto report = store.fire(id, target.session_id);
+      if (!report) return s.failed(report.error());
+      const auto& r = report.value();
+      fired += r.rows;
+      if (r.rows == 0) continue;
+      const std::string what = id.empty() ? "session " + target.session_id : id;
+      spdlog::info("fire: {}: {} scheduled row{} due now", what, r.rows, r.rows == 1 ? "" : "s");
+      std::cout << "fire: " << what << ": " << r.rows << " scheduled row" << (r.rows == 1 ? "" : "s")
+                << " due now (" << r.at << ", by database role " << r.by << ")\n";
     }
-  }
-  std::cout << "fire: " << fired << " scheduled row" << (fired == 1 ? "" : "s") << '\n';
-  return fired == 0 ? kExitFailure : kExitOk;
+    std::cout << "fire: " << fired << " scheduled row" << (fired == 1 ? "" : "s") << '\n';
+    return fired == 0 ? kExitFailure : kExitOk;
+  });
 }
 
 }  // namespace outboxd::daemon

@@ -20,6 +20,28 @@ struct AdminTarget {
   bool all_parked = false;
 };
 
+// `outboxd parked`: failed rows, optionally filtered.
+struct ParkedOptions {
+  bool retrying = false;
+  std::string destination;
+  std::string session_id;
+  std::string older_than;  // a duration: 10m, 2h
+  int limit = 100;
+  bool json = false;
+};
+
+// `outboxd replay`: which dispatched rows to send again, and how sure the operator is.
+struct ReplayOptions {
+  std::vector<std::string> message_ids;
+  std::string session_id;
+  std::string destination;
+  std::string since;  // a duration before now (2h) or a time PostgreSQL reads
+  std::string until;
+  int limit = 1000;
+  bool dry_run = false;
+  bool yes = false;
+};
+
 int cmd_version();
 int cmd_check_config(const std::string& path);
 int cmd_migrate(const std::string& path, bool dry_run);
@@ -27,6 +49,10 @@ int cmd_status(const std::string& path, bool json);
 int cmd_requeue(const std::string& path, const AdminTarget& target);
 int cmd_skip(const std::string& path, const AdminTarget& target);
 int cmd_fire(const std::string& path, const AdminTarget& target);
+int cmd_parked(const std::string& path, const ParkedOptions& options);
+int cmd_show(const std::string& path, const std::string& message_id, bool json);
+int cmd_timeline(const std::string& path, const std::string& session_id, int limit, bool json);
+int cmd_replay(const std::string& path, const ReplayOptions& options);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);
 

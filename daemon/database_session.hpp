@@ -70,6 +70,9 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
                                           int max_destinations) override {
     return store_->backlog(partitions, count_cap, max_destinations);
   }
+  core::Result<pg::FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int batch) override {
+    return store_->purge_failed(keep_for, batch);
+  }
   core::Status arm_notify(std::string_view instance_id, bool armed) override {
     return store_->arm_notify(instance_id, armed);
   }

@@ -17,6 +17,11 @@ struct Options {
   bool dry_run = false;
   bool json = false;
   AdminTarget target;
+  ParkedOptions parked;
+  ReplayOptions replay;
+  std::string message_id;
+  std::string session_id;
+  int timeline_limit = 1000;
 };
 
 void no_options(CLI::App&, Options&) {}
@@ -36,6 +41,43 @@ void parked_rows(CLI::App& cmd, Options& options) {
 void scheduled_rows(CLI::App& cmd, Options& options) {
   cmd.add_option("message_id", options.target.message_ids, "message ids of scheduled rows");
   cmd.add_option("--session", options.target.session_id, "every scheduled row of this session");
+}
+
+void parked_filters(CLI::App& cmd, Options& options) {
+  auto& o = options.parked;
+  cmd.add_flag("--retrying", o.retrying, "also pending rows with failed attempts");
+  cmd.add_option("--destination", o.destination, "only rows of this destination");
+  cmd.add_option("--session", o.session_id, "only rows of this session");
+  cmd.add_option("--older-than", o.older_than, "first failed longer ago than this (10m, 2h, 7d)");
+  cmd.add_option("--limit", o.limit, "at most this many rows")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd.add_flag("--json", o.json, "machine-readable output");
+}
+
+void one_row(CLI::App& cmd, Options& options) {
+  cmd.add_option("message_id", options.message_id, "the row's message id")->required();
+  json_flag(cmd, options);
+}
+
+void one_session(CLI::App& cmd, Options& options) {
+  cmd.add_option("session", options.session_id, "the session id")->required();
+  cmd.add_option("--limit", options.timeline_limit, "at most this many rows")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  json_flag(cmd, options);
+}
+
+void replay_selection(CLI::App& cmd, Options& options) {
+  auto& o = options.replay;
+  cmd.add_option("--message-id", o.message_ids, "rows with these message ids");
+  cmd.add_option("--session", o.session_id, "rows of this session");
+  cmd.add_option("--destination", o.destination, "rows of this destination");
+  cmd.add_option("--since", o.since, "dispatched at or after: a time (2026-12-01T13:00Z) or a span ago (2h)");
+  cmd.add_option("--until", o.until, "dispatched before: a time or a span ago");
+  cmd.add_option("--limit", o.limit, "refuse if more rows than this match")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd.add_flag("--dry-run", o.dry_run, "say how many rows it would replay, change nothing");
+  cmd.add_flag("--yes", o.yes, "replay them (without it, a dry run that exits 2)");
 }
 
 struct Command {
@@ -64,6 +106,14 @@ constexpr std::array kCommands{
             [](const Options& o) { return cmd_healthcheck(o.config_path); }},
     Command{"fire", "make scheduled rows due now", scheduled_rows,
             [](const Options& o) { return cmd_fire(o.config_path, o.target); }},
+    Command{"parked", "list parked rows: why, since when, what waits behind them", parked_filters,
+            [](const Options& o) { return cmd_parked(o.config_path, o.parked); }},
+    Command{"show", "one row's whole state and history", one_row,
+            [](const Options& o) { return cmd_show(o.config_path, o.message_id, o.json); }},
+    Command{"timeline", "every row of a session in order, and its workflow state", one_session,
+            [](const Options& o) { return cmd_timeline(o.config_path, o.session_id, o.timeline_limit, o.json); }},
+    Command{"replay", "send dispatched rows again (retention keep), same message ids, in order", replay_selection,
+            [](const Options& o) { return cmd_replay(o.config_path, o.replay); }},
 };
 
 // One subcommand per table row, each with its own options and then the config file every command reads.

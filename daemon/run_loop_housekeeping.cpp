@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace outboxd::daemon {
 
 using std::chrono::milliseconds;
@@ -46,9 +48,17 @@ void RunLoop::purge_finished() {
                                                                                : milliseconds(0);
   auto purged = db_.rows().purge(keep_for, config_.retention.purge_batch);
   if (!purged) return fail_database(purged.error());
-  if (purged.value() > 0) spdlog::info("retention: purged {} finished rows", purged.value());
+  auto failed = db_.rows().purge_failed(config_.retention.failed_keep_for, config_.retention.purge_batch);
+  if (!failed) return fail_database(failed.error());
+  const auto& f = failed.value();
+  if (purged.value() + f.rows + f.events > 0) {
+    spdlog::info("retention: purged {} dispatched rows, {} cancelled rows, {} row events", purged.value(), f.rows,
+                 f.events);
+  }
   // A full batch means more is waiting: come back soon rather than at the interval.
-  if (purged.value() == config_.retention.purge_batch) next_purge_ = now + milliseconds(100);
+  if (std::max({purged.value(), f.rows, f.events}) == config_.retention.purge_batch) {
+    next_purge_ = now + milliseconds(100);
+  }
 }
 
 // The figures cover the partitions this instance holds: those it claims from

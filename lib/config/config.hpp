@@ -133,6 +133,8 @@ struct DispatchConfig {
 struct RetentionConfig {
   RetentionMode mode = RetentionMode::delete_rows;
   milliseconds keep_for{std::chrono::hours(24 * 7)};  // mode keep: purge after this
+  // Cancelled rows (skipped or cancelled by writers) and row events, whatever the mode.
+  milliseconds failed_keep_for{std::chrono::hours(24 * 7)};
   int purge_batch = 1000;
   milliseconds purge_interval{60000};
 

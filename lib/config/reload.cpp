@@ -113,6 +113,7 @@ const std::vector<Key>& keys() {
       applied<&Config::dispatch, &DispatchConfig::stats_interval>("dispatch.stats_interval_ms"),
       applied<&Config::retention, &RetentionConfig::mode>("retention.mode"),
       applied<&Config::retention, &RetentionConfig::keep_for>("retention.keep_for_s"),
+      applied<&Config::retention, &RetentionConfig::failed_keep_for>("retention.failed_keep_for_s"),
       applied<&Config::retention, &RetentionConfig::purge_batch>("retention.purge_batch"),
       applied<&Config::retention, &RetentionConfig::purge_interval>("retention.purge_interval_ms"),
       restart<&Config::leases, &LeaseConfig::instance_id>("leases.instance_id"),

@@ -22,6 +22,8 @@ constexpr IntRange kShutdownTimeoutMs{0, 3'600'000};
 constexpr IntRange kStatsIntervalMs{0, 86'400'000};   // 0: no stats lines
 constexpr IntRange kBacklogIntervalMs{0, 86'400'000}; // 0: no backlog figures
 constexpr IntRange kKeepForS{0, 315'360'000};         // up to ten years
+// At least an hour: outbox.purge_row_events() keeps that much of the trail.
+constexpr IntRange kFailedKeepForS{3600, 315'360'000};
 constexpr IntRange kPurgeBatch{1, 100'000};
 constexpr IntRange kPurgeIntervalMs{100, 86'400'000};
 constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
@@ -109,6 +111,7 @@ void read_retention(MapReader& root, RetentionConfig& out) {
   MapReader retention = root.section("retention");
   retention.choice<RetentionMode>("mode", out.mode, kRetentionModes);
   retention.seconds("keep_for_s", out.keep_for, kKeepForS);
+  retention.seconds("failed_keep_for_s", out.failed_keep_for, kFailedKeepForS);
   retention.integer("purge_batch", out.purge_batch, kPurgeBatch);
   retention.millis("purge_interval_ms", out.purge_interval, kPurgeIntervalMs);
 }

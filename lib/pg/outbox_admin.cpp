@@ -1,4 +1,4 @@
-// The CLI's statements on the outbox: status counts, requeue and skip of parked rows, fire of scheduled rows.
+// The CLI's statements on the outbox: status counts and fire of scheduled rows (requeue, skip: operator_actions.cpp).
 #include "pg/outbox_store.hpp"
 #include "pg/text_codec.hpp"
 
@@ -57,55 +57,10 @@ core::Result<StatusReport> OutboxStore::status() {
   return report;
 }
 
-// The requeue trigger of 001 notifies only while a dispatcher is idle and
-// skip changes no row to pending; an explicit NOTIFY after the commit covers both.
-core::Result<int> OutboxStore::notify_if_changed(core::Result<Rows> changed, const char* context) {
-  if (!changed) return in_context(context, changed.error());
-  const auto count = static_cast<int>(changed.value().affected());
-  if (count > 0) {
-    if (auto notified = notify(); !notified) return notified.error();
-  }
-  return count;
-}
-
 core::Status OutboxStore::notify() {
   auto notified = connection_.exec_params("SELECT pg_notify($1, '')", {channel_});
   if (!notified) return in_context("notifying dispatchers", notified.error());
   return {};
-}
-
-core::Result<int> OutboxStore::requeue(std::string_view message_id) {
-  return notify_if_changed(
-      connection_.exec_params("UPDATE " + table_ + " SET status = 'pending', attempts = 0, next_attempt_at = NULL "
-                              "WHERE message_id = $1 AND status = 'parked'",
-                              {std::string(message_id)}),
-      "requeueing a parked row");
-}
-
-core::Result<int> OutboxStore::requeue_all_parked(std::string_view session_id) {
-  return notify_if_changed(
-      connection_.exec_params("UPDATE " + table_ + " SET status = 'pending', attempts = 0, next_attempt_at = NULL "
-                              "WHERE status = 'parked' AND ($1 = '' OR session_id = $1)",
-                              {std::string(session_id)}),
-      "requeueing parked rows");
-}
-
-core::Result<int> OutboxStore::skip(std::string_view message_id) {
-  return notify_if_changed(
-      connection_.exec_params("UPDATE " + table_ + " SET status = 'cancelled', cancelled_at = now(), "
-                              "last_error = 'skipped by operator' || coalesce('; last error: ' || last_error, '') "
-                              "WHERE message_id = $1 AND status = 'parked'",
-                              {std::string(message_id)}),
-      "skipping a parked row");
-}
-
-core::Result<int> OutboxStore::skip_all_parked(std::string_view session_id) {
-  return notify_if_changed(
-      connection_.exec_params("UPDATE " + table_ + " SET status = 'cancelled', cancelled_at = now(), "
-                              "last_error = 'skipped by operator' || coalesce('; last error: ' || last_error, '') "
-                              "WHERE status = 'parked' AND ($1 = '' OR session_id = $1)",
-                              {std::string(session_id)}),
-      "skipping parked rows");
 }
 
 // A row the scheduled claim holds is due already: the UPDATE waits for the

@@ -129,7 +129,8 @@ std::string record_failures(const std::string& t, const std::string& leases) {
          "status = CASE WHEN f.park THEN 'parked' ELSE m.status END, "
          "attempts = f.attempts, "
          "next_attempt_at = CASE WHEN f.park THEN NULL ELSE now() + f.retry_ms * interval '1 millisecond' END, "
-         "last_error = f.error "
+         "last_error = f.error, "
+         "first_failed_at = coalesce(m.first_failed_at, now()), last_failed_at = now() "
          "FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[], $5::boolean[]) "
          "AS f(id, attempts, retry_ms, error, park) "
          "WHERE m.id = f.id AND m.status = 'pending'" + fence(leases, "m.partition", "$6");
@@ -146,12 +147,24 @@ std::string time_to_next_due(const std::string& t) {
          ") - now()) * 1000)::bigint";
 }
 
-// messages_finished_idx, oldest first; SKIP LOCKED keeps two purgers apart.
-std::string purge(const std::string& t) {
+namespace {
+
+// messages_dispatched_idx or messages_cancelled_idx, oldest first; SKIP LOCKED keeps two purgers apart.
+std::string purge_finished(const std::string& t, const std::string& status, const std::string& since) {
   return "DELETE FROM " + t + " WHERE id IN (SELECT f.id FROM " + t + " f "
-         "WHERE f.status IN ('dispatched', 'cancelled') "
-         "AND coalesce(f.dispatched_at, f.cancelled_at) < now() - $1::bigint * interval '1 millisecond' "
-         "ORDER BY coalesce(f.dispatched_at, f.cancelled_at) LIMIT $2 FOR UPDATE SKIP LOCKED)";
+         "WHERE f.status = '" + status + "' AND f." + since + " < now() - $1::bigint * interval '1 millisecond' "
+         "ORDER BY f." + since + " LIMIT $2 FOR UPDATE SKIP LOCKED)";
+}
+
+}  // namespace
+
+std::string purge(const std::string& t) { return purge_finished(t, "dispatched", "dispatched_at"); }
+
+std::string purge_cancelled(const std::string& t) { return purge_finished(t, "cancelled", "cancelled_at"); }
+
+// A security definer (014_operations.sql): the dispatcher may not delete the trail itself.
+std::string purge_events(const std::string& schema) {
+  return "SELECT " + schema + ".purge_row_events($1::bigint * interval '1 millisecond', $2)";
 }
 
 std::string set_idle(const std::string& instances) {

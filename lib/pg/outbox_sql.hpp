@@ -21,6 +21,8 @@ std::string time_to_next_due(const std::string& t);
 std::string purge(const std::string& t);
 // $1 partitions, $2 count cap, $3 destinations listed; defined in outbox_backlog.cpp.
 std::string backlog(const std::string& t);
+std::string purge_cancelled(const std::string& t);
+std::string purge_events(const std::string& schema);
 std::string set_idle(const std::string& instances);
 std::string open_transactions();
 std::string still_open();

@@ -104,6 +104,8 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
       {prefix_ + "purge", sql::purge(table_)},
       {prefix_ + "backlog", sql::backlog(table_)},
+      {prefix_ + "purge_cancelled", sql::purge_cancelled(table_)},
+      {prefix_ + "purge_events", sql::purge_events(quote_ident(schema_))},
       {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
       {prefix_ + "open_transactions", sql::open_transactions()},
       {prefix_ + "still_open", sql::still_open()},
@@ -184,6 +186,16 @@ core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int bat
   auto rows = run("purge", {std::to_string(keep_for.count()), std::to_string(batch)});
   if (!rows) return in_context("purging finished rows", rows.error());
   return static_cast<int>(rows.value().affected());
+}
+
+core::Result<FailedPurge> OutboxStore::purge_failed(std::chrono::milliseconds keep_for, int batch) {
+  if (batch <= 0) return FailedPurge{};
+  const Params params{std::to_string(keep_for.count()), std::to_string(batch)};
+  auto rows = run("purge_cancelled", params);
+  if (!rows) return in_context("purging cancelled rows", rows.error());
+  auto events = run("purge_events", params);
+  if (!events) return in_context("purging row events", events.error());
+  return FailedPurge{static_cast<int>(rows.value().affected()), static_cast<int>(events.value().int64(0, 0))};
 }
 
 core::Status OutboxStore::arm_notify(std::string_view instance_id, bool armed) {

@@ -65,6 +65,12 @@ struct BacklogReport {
   bool truncated = false;  // more destinations have rows than were listed
 };
 
+// What OutboxStore::purge_failed() deleted.
+struct FailedPurge {
+  int rows = 0;    // cancelled rows
+  int events = 0;  // row_events
+};
+
 // What `outboxd fire` changed, with the database's account of who and when.
 struct FireReport {
   int rows = 0;
@@ -118,9 +124,11 @@ class OutboxStore {
   // due (database clock, rounded up); nullopt when nothing is waiting.
   core::Result<std::optional<std::chrono::milliseconds>> time_to_next_due(const std::vector<int>& partitions);
 
-  // Deletes up to `batch` dispatched or cancelled rows finished more than
-  // keep_for ago; returns how many.
+  // Deletes up to `batch` rows dispatched more than keep_for ago; returns how many.
   core::Result<int> purge(std::chrono::milliseconds keep_for, int batch);
+  // Deletes up to `batch` rows cancelled, and up to `batch` row events
+  // written, more than keep_for ago (at least an hour: see purge_row_events()).
+  core::Result<FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int batch);
 
   // Upserts this instance's row: armed (the row's idle flag) makes inserts NOTIFY the wake-up channel.
   core::Status arm_notify(std::string_view instance_id, bool armed);
@@ -143,22 +151,12 @@ class OutboxStore {
 
   // For `outboxd status`: counts per destination and in total.
   core::Result<StatusReport> status();
-  // Parked rows back to pending with attempts 0 (the session unblocks), and
-  // a NOTIFY so a sleeping dispatcher looks at once. Return rows changed.
-  core::Result<int> requeue(std::string_view message_id);
-  // Every parked row, or only those of `session_id` when it is not empty.
-  core::Result<int> requeue_all_parked(std::string_view session_id = {});
-  // A parked row is given up: status cancelled, never published, its session
-  // unblocked; last_error keeps the reason and says it was skipped.
-  core::Result<int> skip(std::string_view message_id);
-  core::Result<int> skip_all_parked(std::string_view session_id = {});
   // Scheduled rows (pending, due later) of `message_id`, or of `session_id`
   // when it is not empty, become due now, and a NOTIFY follows.
   core::Result<FireReport> fire(std::string_view message_id, std::string_view session_id = {});
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);
-  core::Result<int> notify_if_changed(core::Result<Rows> changed, const char* context);
   core::Status notify();
 
   Connection& connection_;

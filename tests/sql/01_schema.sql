@@ -1,12 +1,12 @@
 -- Shape of the installed schemas: tables, columns, indexes, triggers, comments, function settings.
 BEGIN;
 SET search_path = public;
-SELECT plan(33);
+SELECT plan(34);
 
 SELECT has_schema('outbox');
 SELECT has_schema('workflow');
-SELECT tables_are('outbox', ARRAY['messages', 'settings', 'leases', 'instances', 'received_messages'],
-  'outbox has exactly its five tables (schema_migrations belongs to the migrator)');
+SELECT tables_are('outbox', ARRAY['messages', 'settings', 'leases', 'instances', 'received_messages', 'row_events'],
+  'outbox has exactly its six tables (schema_migrations belongs to the migrator)');
 SELECT tables_are('workflow', ARRAY['instances', 'processed_messages', 'compensations']);
 
 SELECT results_eq(
@@ -40,7 +40,9 @@ SELECT results_eq(
            ('dispatched_at', 'timestamp with time zone', 'YES', '', 'NO'),
            ('cancelled_at', 'timestamp with time zone', 'YES', '', 'NO'),
            ('partition', 'integer', 'NO', '0', 'NO'),
-           ('writer', 'text', 'YES', 'SESSION_USER', 'NO')$$,
+           ('writer', 'text', 'YES', 'SESSION_USER', 'NO'),
+           ('first_failed_at', 'timestamp with time zone', 'YES', '', 'NO'),
+           ('last_failed_at', 'timestamp with time zone', 'YES', '', 'NO')$$,
   'outbox.messages has the columns of the SQL contract');
 SELECT is((SELECT attidentity::text FROM pg_attribute
             WHERE attrelid = 'outbox.messages'::regclass AND attname = 'id'), 'a',
@@ -56,8 +58,10 @@ SELECT is(pg_get_indexdef('outbox.messages_blocked_idx'::regclass),
   'CREATE INDEX messages_blocked_idx ON outbox.messages USING btree (session_id, id) WHERE ((status = ''parked''::text) OR ((status = ''pending''::text) AND (next_attempt_at IS NOT NULL)))');
 SELECT is(pg_get_indexdef('outbox.messages_due_session_idx'::regclass),
   'CREATE INDEX messages_due_session_idx ON outbox.messages USING btree (session_id, due_at, id) WHERE ((status = ''pending''::text) AND (due_at > created_at))');
-SELECT is(pg_get_indexdef('outbox.messages_finished_idx'::regclass),
-  'CREATE INDEX messages_finished_idx ON outbox.messages USING btree (COALESCE(dispatched_at, cancelled_at)) WHERE (status = ANY (ARRAY[''dispatched''::text, ''cancelled''::text]))');
+SELECT is(pg_get_indexdef('outbox.messages_dispatched_idx'::regclass),
+  'CREATE INDEX messages_dispatched_idx ON outbox.messages USING btree (dispatched_at) WHERE (status = ''dispatched''::text)');
+SELECT is(pg_get_indexdef('outbox.messages_cancelled_idx'::regclass),
+  'CREATE INDEX messages_cancelled_idx ON outbox.messages USING btree (cancelled_at) WHERE (status = ''cancelled''::text)');
 
 SELECT columns_are('outbox', 'leases', ARRAY['partition', 'owner', 'epoch', 'acquired_at', 'renewed_at', 'expires_at']);
 SELECT col_is_pk('outbox', 'leases', 'partition', 'leases.partition is the primary key');
@@ -72,7 +76,7 @@ SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'me
 SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], 'compensation message ids are unique');
 
 SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_requeue',
-                                                'messages_wakeup_reschedule']);
+                                                'messages_wakeup_reschedule', 'messages_parked_event']);
 
 SELECT is((SELECT partition_count FROM outbox.settings), 64, 'default partition count is 64');
 SELECT results_eq('SELECT partition, owner, epoch FROM outbox.leases ORDER BY partition',
@@ -93,14 +97,14 @@ SELECT is_empty($$
   'every table has a comment');
 -- Hot-path exceptions: text_ok(), headers_suspect() and address_or_reserved() have SQL-standard bodies, bound
 -- at creation (and inlinable because they have no SET); the partition trigger
--- qualifies every name.
+-- qualifies every name; workflow_states() reads the workflow schema first.
 SELECT results_eq($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace = 'outbox'::regnamespace
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=outbox, pg_catalog, pg_temp']
    ORDER BY 1$$,
   $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.headers_suspect(jsonb)'), ('outbox.messages_set_partition()'),
-           ('outbox.text_ok(text,integer)')$$,
+           ('outbox.text_ok(text,integer)'), ('outbox.workflow_states(text)')$$,
   'every other outbox function pins search_path to outbox, pg_catalog, pg_temp');
 SELECT ok((SELECT prosqlbody IS NOT NULL FROM pg_proc WHERE oid = 'outbox.text_ok(text,integer)'::regprocedure),
   'text_ok() has a body bound at creation');
@@ -119,8 +123,15 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
-           ('outbox.reschedule(text,timestamp with time zone)')$$,
-  'security definer: exactly enqueue, cancel, reschedule and the triggers that look for an idle instance');
+           ('outbox.purge_row_events(interval,integer)'),
+           ('outbox.record_parked()'),
+           ('outbox.replay(text[],text,text,timestamp with time zone,timestamp with time zone,integer,boolean,text)'),
+           ('outbox.requeue_parked(text[],text,boolean,text)'),
+           ('outbox.reschedule(text,timestamp with time zone)'),
+           ('outbox.skip_parked(text[],text,boolean,text)'),
+           ('outbox.workflow_states(text)')$$,
+  'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
+  'workflow_states(), and the triggers that look for an idle instance or record a parked row');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
@@ -132,14 +143,16 @@ SELECT set_eq($$
      AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
      -- internal helpers of the row rules and of cancel() and reschedule()
      AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'destination_problem',
-                           'lock_waiting_row')$$,
+                           'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
            ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'),
            ('outbox.record_received', 'boolean'), ('outbox.purge_received', 'integer'), ('workflow.emit', 'bigint'),
            ('workflow.start', 'boolean'), ('workflow.save', 'bigint'), ('workflow.record_processed', 'boolean'),
            ('workflow.purge_processed', 'integer'), ('workflow.set_timeout', 'bigint'),
            ('workflow.clear_timeout', 'boolean'), ('workflow.record_compensation', 'boolean'),
-           ('workflow.set_compensation_status', 'boolean')$$,
+           ('workflow.set_compensation_status', 'boolean'),
+           ('outbox.requeue_parked', 'text'), ('outbox.skip_parked', 'text'), ('outbox.replay', 'record'),
+           ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record')$$,
   'the API functions and their return types, as the Reference of docs/sql.md lists them');
 
 SELECT * FROM finish();

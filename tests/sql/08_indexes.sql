@@ -1,7 +1,7 @@
 -- The dispatcher's claims use the partial indexes, so 100k not-yet-due timeouts do not slow the claim of immediate rows.
 BEGIN;
 SET search_path = public;
-SELECT plan(13);
+SELECT plan(14);
 
 -- 100k scheduled rows not due for a day or more, 300 immediate rows (2 of them
 -- parked), 50 scheduled rows already due, 2000 finished rows.
@@ -47,10 +47,12 @@ INSERT INTO claims VALUES
                      AND e.due_at <= now() AND e.id < 1000000$$),
   ('next due', $$SELECT min(s.due_at) FROM outbox.messages s
                    WHERE s.status = 'pending' AND s.due_at > s.created_at AND s.due_at > now()$$),
-  ('purge', $$SELECT id FROM outbox.messages
-                   WHERE status IN ('dispatched', 'cancelled')
-                     AND coalesce(dispatched_at, cancelled_at) < now() - interval '1 day'
-                   ORDER BY coalesce(dispatched_at, cancelled_at) LIMIT 1000$$),
+  ('purge dispatched', $$SELECT id FROM outbox.messages
+                   WHERE status = 'dispatched' AND dispatched_at < now() - interval '1 day'
+                   ORDER BY dispatched_at LIMIT 1000$$),
+  ('purge cancelled', $$SELECT id FROM outbox.messages
+                   WHERE status = 'cancelled' AND cancelled_at < now() - interval '7 days'
+                   ORDER BY cancelled_at LIMIT 1000$$),
   ('cancel', $$SELECT id FROM outbox.messages WHERE message_id = 'future-77'$$);
 
 SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'immediate')),
@@ -82,8 +84,10 @@ SELECT cmp_ok(pg_temp.buffers((SELECT query FROM claims WHERE name = 'due timeou
   '... reading only the due part of the session''s range, not its 20 future timeouts');
 SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'next due')),
   'messages_scheduled_idx', 'the next due time comes from messages_scheduled_idx');
-SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'purge')),
-  'Index Scan using messages_finished_idx', 'the retention purge walks messages_finished_idx');
+SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'purge dispatched')),
+  'Index Scan using messages_dispatched_idx', 'the retention purge walks messages_dispatched_idx ...');
+SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'purge cancelled')),
+  'Index Scan using messages_cancelled_idx', '... and messages_cancelled_idx');
 SELECT matches(sqltest.explain((SELECT query FROM claims WHERE name = 'cancel')),
   'messages_message_id_key', 'cancel finds its row through the message_id key');
 

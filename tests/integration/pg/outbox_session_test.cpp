@@ -111,7 +111,10 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   CHECK_THAT(next_due, Catch::Contains("messages_blocked_idx"));
   const std::string purge = plan(daemon, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
   INFO(purge);
-  CHECK_THAT(purge, Catch::Contains("messages_finished_idx"));
+  CHECK_THAT(purge, Catch::Contains("messages_dispatched_idx"));
+  const std::string cancelled = plan(daemon, "EXECUTE \"outboxd.outbox.purge_cancelled\"(3600000, 1000)");
+  INFO(cancelled);
+  CHECK_THAT(cancelled, Catch::Contains("messages_cancelled_idx"));
   const std::string mark = plan(daemon, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
   INFO(mark);
   CHECK_THAT(mark, Catch::Contains("messages_pkey"));

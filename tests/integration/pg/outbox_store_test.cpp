@@ -384,6 +384,22 @@ TEST_CASE("record_failures backs off or parks a batch in one statement", "[pg][s
   // Both sessions are blocked now; the third flows.
   CHECK(claim_ids(store) == Ids{other});
   CHECK(store.record_failures({}, kLeaseOwner).ok());
+
+  // The first failure's time stays, the last one's moves; parking writes a parked event.
+  must(connection, "UPDATE outbox.messages SET first_failed_at = now() - interval '1 hour' WHERE id = $1",
+       {std::to_string(retry)});
+  REQUIRE(store.record_failures({{retry, 4, milliseconds(0), "rejected again", true}}, kLeaseOwner).ok());
+  const Rows times = must(connection,
+      "SELECT first_failed_at < now() - interval '59 minutes', last_failed_at > now() - interval '1 minute', "
+      "(SELECT string_agg(action || ':' || detail, ',') FROM outbox.row_events e WHERE e.message_id = m.message_id) "
+      "FROM outbox.messages m WHERE id = ANY($1::bigint[]) ORDER BY id",
+      {int_array_literal(std::vector<core::RowId>{retry, later_in_session})});
+  CHECK(times.boolean(0, 0));
+  CHECK(times.boolean(0, 1));
+  CHECK(times.text(0, 2) == "parked:rejected again");
+  CHECK_FALSE(times.boolean(1, 0));  // its first failure was a moment ago
+  CHECK(times.boolean(1, 1));
+  CHECK(times.is_null(1, 2));  // backing off is no event
 }
 
 TEST_CASE("marks and failures leave rows of partitions not leased unexpired by the owner", "[pg][store]") {
@@ -455,7 +471,7 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
   CHECK_FALSE(elsewhere.value().has_value());
 }
 
-TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][store]") {
+TEST_CASE("purge deletes old dispatched rows in batches, oldest first; purge_failed the cancelled ones", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -475,10 +491,16 @@ TEST_CASE("purge deletes old finished rows in batches, oldest first", "[pg][stor
   CHECK(first.value() == 4);
   auto second = store.purge(std::chrono::hours(24), 4);
   REQUIRE(second.ok());
-  CHECK(second.value() == 2);
+  CHECK(second.value() == 1);
   auto third = store.purge(std::chrono::hours(24), 4);
   REQUIRE(third.ok());
   CHECK(third.value() == 0);
+  auto young = store.purge_failed(std::chrono::hours(72), 4);
+  REQUIRE(young.ok());
+  CHECK(young.value().rows == 0);
+  auto failed = store.purge_failed(std::chrono::hours(24), 4);
+  REQUIRE(failed.ok());
+  CHECK(failed.value().rows == 1);
   const Rows left = must(connection, "SELECT message_id FROM outbox.messages ORDER BY id");
   REQUIRE(left.size() == 2);
   CHECK(left.text(0, 0) == "recent");

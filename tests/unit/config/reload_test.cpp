@@ -39,13 +39,15 @@ TEST_CASE("run-time tunables are applied, in file order", "[config][reload]") {
   loaded.dispatch.poll_interval = milliseconds(500);
   loaded.dispatch.stats_interval = milliseconds(0);
   loaded.retention.mode = RetentionMode::keep;
+  loaded.retention.failed_keep_for = milliseconds(7200000);
   loaded.retention.purge_interval = milliseconds(1000);
   loaded.http.backlog_interval = milliseconds(0);
 
   const auto plan = plan_reload(base(), loaded);
   CHECK(plan.applied == Strings{"dispatch.batch_size", "dispatch.in_flight", "dispatch.max_attempts",
                                 "dispatch.backoff_initial_ms", "dispatch.poll_interval_ms",
-                                "dispatch.stats_interval_ms", "retention.mode", "retention.purge_interval_ms",
+                                "dispatch.stats_interval_ms", "retention.mode", "retention.failed_keep_for_s",
+                                "retention.purge_interval_ms",
                                 "log.level", "log.format", "http.backlog_interval_ms"});
   CHECK(plan.needs_restart.empty());
   CHECK(plan.config == loaded);

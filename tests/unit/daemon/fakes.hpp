@@ -131,7 +131,14 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     }
     return changed;
   }
-  core::Result<int> purge(std::chrono::milliseconds, int) override { return 0; }
+  core::Result<int> purge(std::chrono::milliseconds keep_for, int) override {
+    purged_dispatched.push_back(keep_for);
+    return 0;
+  }
+  core::Result<pg::FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int) override {
+    purged_failed.push_back(keep_for);
+    return pg::FailedPurge{};
+  }
   core::Result<pg::BacklogReport> backlog(const std::vector<int>&, int, int) override { return pg::BacklogReport{}; }
   core::Status arm_notify(std::string_view, bool on) override {
     armed = on;
@@ -167,6 +174,8 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   std::map<core::RowId, Row> table;
   std::map<core::RowId, int> attempts;  // as recorded by record_failures
   std::map<core::RowId, core::SteadyTime> marked_at;
+  std::vector<std::chrono::milliseconds> purged_dispatched;  // keep_for of each purge()
+  std::vector<std::chrono::milliseconds> purged_failed;      // keep_for of each purge_failed()
   std::vector<int> held{0};
   std::set<int> over_share;
   std::vector<int> released;  // by release()

@@ -78,6 +78,19 @@ TEST_CASE("Run loop: claimed rows are published, accepted and marked dispatched"
   CHECK(f.stop() == 0);
 }
 
+TEST_CASE("Run loop: the purge keeps dispatched rows keep_for (mode keep) and cancelled rows failed_keep_for",
+          "[daemon][run_loop]") {
+  auto config = test_config();
+  config.retention.mode = config::RetentionMode::delete_rows;
+  config.retention.keep_for = std::chrono::hours(48);
+  config.retention.failed_keep_for = std::chrono::hours(2);
+  LoopFixture f(config);
+  REQUIRE(f.turn_until([&] { return !f.database.purged_failed.empty(); }));
+  CHECK(f.database.purged_dispatched == std::vector<std::chrono::milliseconds>{0ms});  // delete: none kept
+  CHECK(f.database.purged_failed == std::vector<std::chrono::milliseconds>{std::chrono::hours(2)});
+  CHECK(f.stop() == 0);
+}
+
 TEST_CASE("Run loop: caught up, it arms NOTIFY, and a notified row is claimed without waiting for the poll",
           "[daemon][run_loop]") {
   auto config = test_config();

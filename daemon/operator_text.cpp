@@ -1,0 +1,80 @@
+// Text output of the operator commands: what a terminal shows of rows other people wrote.
+#include "daemon/operator_text.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "core/safe_text.hpp"
+
+namespace outboxd::daemon {
+namespace {
+
+constexpr std::size_t kListedIds = 10;
+
+// Cuts at a UTF-8 character boundary.
+std::string cut(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  std::size_t end = width;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end) + "...";
+}
+
+}  // namespace
+
+std::string cell(const nlohmann::json& value, std::size_t width) {
+  if (value.is_null()) return "-";
+  const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  return cut(core::safe_text(text), width);
+}
+
+std::string when(const nlohmann::json& value) {
+  if (!value.is_string()) return "-";
+  std::string text = core::safe_text(value.get<std::string>());
+  if (text.size() < 19) return text;
+  text = text.substr(0, 19);
+  text[10] = ' ';
+  return text + "Z";
+}
+
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(header.size());
+  auto widen = [&](const std::vector<std::string>& row) {
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  };
+  widen(header);
+  for (const auto& row : rows) widen(row);
+  auto print = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    std::cout << line << '\n';
+  };
+  print(header);
+  for (const auto& row : rows) print(row);
+}
+
+void print_count(const char* noun, std::size_t shown, std::int64_t matched) {
+  std::cout << matched << ' ' << noun << (matched == 1 ? "" : "s");
+  const auto more = matched - static_cast<std::int64_t>(shown);
+  if (more > 0) std::cout << ", " << shown << " shown: " << more << " more (raise --limit to see them)";
+  std::cout << '\n';
+}
+
+std::string id_list(const std::vector<std::string>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < kListedIds; ++i) out += (i == 0 ? "" : ", ") + ids[i];
+  if (ids.size() > kListedIds) out += " and " + std::to_string(ids.size() - kListedIds) + " more";
+  return out;
+}
+
+std::vector<nlohmann::json> parsed(const std::vector<std::string>& documents) {
+  std::vector<nlohmann::json> out;
+  out.reserve(documents.size());
+  for (const auto& document : documents) out.push_back(nlohmann::json::parse(document));
+  return out;
+}
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,125 @@
+// The statements of `outboxd parked`, `show` and `timeline`: every value bound, each answer built as JSON by PostgreSQL.
+#include "pg/operator_views.hpp"
+
+#include "pg/text_codec.hpp"
+
+namespace outboxd::pg {
+namespace {
+
+// Pending rows of the row's session after it: they wait while it is parked or backing off.
+std::string waiting_behind(const std::string& t) {
+  return "(SELECT count(*) FROM " + t + " b WHERE b.session_id = m.session_id AND b.id > m.id "
+         "AND b.status = 'pending')";
+}
+
+std::string parked_sql(const std::string& t) {
+  return "SELECT jsonb_build_object('message_id', m.message_id, 'destination', m.destination, "
+         "'session_id', m.session_id, 'status', m.status, 'attempts', m.attempts, "
+         "'first_failed_at', m.first_failed_at, 'last_failed_at', m.last_failed_at, "
+         "'next_attempt_at', m.next_attempt_at, 'last_error', m.last_error, "
+         "'waiting_behind', " + waiting_behind(t) + ")::text, count(*) OVER () "
+         "FROM " + t + " m "
+         "WHERE (m.status = 'parked' OR ($1::boolean AND m.status = 'pending' AND m.attempts > 0)) "
+         "AND ($2::text IS NULL OR m.destination = $2) AND ($3::text IS NULL OR m.session_id = $3) "
+         "AND ($4::bigint IS NULL OR coalesce(m.first_failed_at, m.created_at) "
+         "<= now() - $4::bigint * interval '1 millisecond') "
+         "ORDER BY m.id LIMIT $5";
+}
+
+std::string show_sql(const std::string& t) {
+  return "SELECT (to_jsonb(m) - 'body' || jsonb_build_object('body_bytes', octet_length(m.body), "
+         "'body_head', encode(substring(m.body FROM 1 FOR 96), 'hex')))::text "
+         "FROM " + t + " m WHERE m.message_id = $1";
+}
+
+std::string events_sql(const std::string& schema) {
+  return "SELECT to_jsonb(e)::text FROM " + schema + ".row_events e WHERE e.message_id = $1 ORDER BY e.id LIMIT 1000";
+}
+
+// What an operator calls the row's state: pending split by why it waits.
+std::string timeline_sql(const std::string& t) {
+  return "SELECT jsonb_build_object('id', m.id, 'message_id', m.message_id, 'state', CASE m.status "
+         "WHEN 'pending' THEN CASE WHEN m.next_attempt_at > now() THEN 'retrying' "
+         "WHEN m.due_at > now() THEN 'scheduled' ELSE 'pending' END "
+         "WHEN 'cancelled' THEN CASE WHEN m.last_error LIKE 'skipped by operator%' THEN 'skipped' "
+         "ELSE 'cancelled' END ELSE m.status END, "
+         "'destination', m.destination, 'subject', m.subject, 'created_at', m.created_at, 'due_at', m.due_at, "
+         "'dispatched_at', m.dispatched_at, 'cancelled_at', m.cancelled_at, 'attempts', m.attempts, "
+         "'last_error', m.last_error, 'correlation_id', m.correlation_id, "
+         "'parent_message_id', m.parent_message_id, 'originating_message_id', m.originating_message_id)::text, "
+         "count(*) OVER () FROM " + t + " m WHERE m.session_id = $1 ORDER BY m.id LIMIT $2";
+}
+
+std::string workflow_sql(const std::string& schema) {
+  return "SELECT to_jsonb(w)::text FROM " + schema + ".workflow_states($1) w";
+}
+
+std::optional<std::string> unless_empty(const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  return value;
+}
+
+core::Error in_context(const char* context, const core::Error& error) {
+  return {error.kind, std::string(context) + ": " + error.message};
+}
+
+std::vector<std::string> first_column(const Rows& rows) {
+  std::vector<std::string> out;
+  for (int i = 0; i < rows.size(); ++i) out.emplace_back(rows.text(i, 0));
+  return out;
+}
+
+Listing listing(const Rows& rows) {
+  return {first_column(rows), rows.size() > 0 ? rows.int64(0, 1) : 0};
+}
+
+}  // namespace
+
+OperatorViews::OperatorViews(Connection& connection, const std::string& schema)
+    : connection_(connection), schema_(quote_ident(schema)), table_(schema_ + ".messages") {}
+
+template <class Read>
+auto OperatorViews::in_utc(const char* context, Read read) -> decltype(read()) {
+  if (auto begun = connection_.exec("BEGIN READ ONLY"); !begun) return in_context(context, begun.error());
+  auto done = connection_.exec("SET LOCAL TimeZone = 'UTC'");
+  auto result = done ? read() : decltype(read())(in_context(context, done.error()));
+  // A failed read left the transaction aborted: ROLLBACK ends it either way.
+  if (auto ended = connection_.exec("ROLLBACK"); !ended && result) return in_context(context, ended.error());
+  return result;
+}
+
+core::Result<Listing> OperatorViews::parked(const ParkedFilter& filter) {
+  return in_utc("listing failed rows", [&]() -> core::Result<Listing> {
+    std::optional<std::string> older;
+    if (filter.older_than) older = std::to_string(filter.older_than->count());
+    auto rows = connection_.exec_params(parked_sql(table_), {filter.retrying ? "t" : "f", unless_empty(filter.destination),
+                                                             unless_empty(filter.session_id), older,
+                                                             std::to_string(filter.limit)});
+    if (!rows) return in_context("listing failed rows", rows.error());
+    return listing(rows.value());
+  });
+}
+
+core::Result<RowHistory> OperatorViews::show(const std::string& message_id) {
+  return in_utc("reading a row", [&]() -> core::Result<RowHistory> {
+    auto row = connection_.exec_params(show_sql(table_), {message_id});
+    if (!row) return in_context("reading a row", row.error());
+    auto events = connection_.exec_params(events_sql(schema_), {message_id});
+    if (!events) return in_context("reading a row's events", events.error());
+    RowHistory history{std::nullopt, first_column(events.value())};
+    if (row.value().size() > 0) history.row = std::string(row.value().text(0, 0));
+    return history;
+  });
+}
+
+core::Result<SessionTimeline> OperatorViews::timeline(const std::string& session_id, int limit) {
+  return in_utc("reading a session", [&]() -> core::Result<SessionTimeline> {
+    auto rows = connection_.exec_params(timeline_sql(table_), {session_id, std::to_string(limit)});
+    if (!rows) return in_context("reading a session", rows.error());
+    auto states = connection_.exec_params(workflow_sql(schema_), {session_id});
+    if (!states) return in_context("reading a session's workflow state", states.error());
+    return SessionTimeline{listing(rows.value()), first_column(states.value())};
+  });
+}
+
+}  // namespace outboxd::pg

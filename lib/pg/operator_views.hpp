@@ -1,0 +1,62 @@
+// What `outboxd parked`, `show` and `timeline` read: rows, their audit trail and their workflow, as JSON documents.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "pg/connection.hpp"
+
+namespace outboxd::pg {
+
+// Which failed rows `parked` lists; empty fields do not filter.
+struct ParkedFilter {
+  bool retrying = false;  // also pending rows with failed attempts
+  std::string destination;
+  std::string session_id;
+  std::optional<std::chrono::milliseconds> older_than;  // first failed (or written) longer ago
+  int limit = 100;
+};
+
+// At most `limit` documents (one JSON object per row, as built by the
+// statement) and how many matched in all.
+struct Listing {
+  std::vector<std::string> rows;
+  std::int64_t matched = 0;
+};
+
+struct RowHistory {
+  // Every column, the body as body_bytes and body_head (its first 96 bytes
+  // in hex); nullopt when no row has the id (never written, or purged).
+  std::optional<std::string> row;
+  std::vector<std::string> events;  // row_events of the message id, oldest first
+};
+
+struct SessionTimeline {
+  Listing rows;                              // in id order
+  std::vector<std::string> workflow_states;  // outbox.workflow_states(session)
+};
+
+// Read-only; each call is one transaction with TimeZone UTC, so times read
+// the same everywhere and a row and its events come from one snapshot.
+class OperatorViews {
+ public:
+  OperatorViews(Connection& connection, const std::string& schema);
+
+  core::Result<Listing> parked(const ParkedFilter& filter);
+  core::Result<RowHistory> show(const std::string& message_id);
+  core::Result<SessionTimeline> timeline(const std::string& session_id, int limit);
+
+ private:
+  template <class Read>
+  auto in_utc(const char* context, Read read) -> decltype(read());
+
+  Connection& connection_;
+  std::string schema_;  // quoted
+  std::string table_;   // "schema".messages
+};
+
+}  // namespace outboxd::pg
