@@ -76,7 +76,9 @@ def test_migrate_refuses_a_schema_name_longer_than_52_bytes(workdir, unmigrated_
     # config/outboxd.yaml: outbox.schema at most 52 bytes, so that <schema>_dispatcher fits in 63.
     config = write_config(f"{workdir}/outboxd.yaml", database, NO_BROKER, outbox={"schema": "s" * 53})
     refused = run_cli("migrate", "-c", config, check=False)
-    assert refused.returncode == 1 and "outboxd.schema must be 1..52 bytes" in refused.stderr, refused.stderr
+    # The config refuses it (exit 78, at the key's position) before migrate connects.
+    assert refused.returncode == 78 and "9:11: outbox.schema: " in refused.stderr, refused.stderr
+    assert "at most 52 bytes" in refused.stderr, refused.stderr
     assert database.query("SELECT to_regclass(quote_ident(%s) || '.messages') IS NULL", ("s" * 53,))[0][0]
     fits = write_config(f"{workdir}/fits.yaml", database, NO_BROKER, outbox={"schema": "s" * 52})
     run_cli("migrate", "-c", fits)
