@@ -112,6 +112,7 @@ class RunLoop {
   dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
   std::optional<core::SteadyTime> next_busy_claim_;
   bool broker_up_ = false;
+  std::string broker_down_reason_;  // the last failed attempt's, logged at warn once
   std::optional<core::SteadyTime> next_due_;
   core::SteadyTime next_poll_{};
   core::SteadyTime next_purge_{};

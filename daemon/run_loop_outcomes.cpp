@@ -24,11 +24,15 @@ void RunLoop::note_broker_connection(const std::vector<BrokerNews::ConnectionEve
   for (const auto& event : events) {
     if (event.up) {
       if (!broker_up_) spdlog::info("broker connected: {}", event.reason);
+      broker_down_reason_.clear();
     } else {
-      // Every lost or refused connection counts; the log says it once per outage.
+      // Every lost or refused connection counts; the log says it once per outage and
+      // reason, so a broker that was never reached (or refuses anew) is named at warn.
       metrics_.broker_lost.inc();
       if (broker_up_) spdlog::warn("broker connection lost: {}", event.reason);
+      else if (event.reason != broker_down_reason_) spdlog::warn("broker unavailable: {}; retrying", event.reason);
       else spdlog::debug("broker connection attempt failed: {}", event.reason);
+      broker_down_reason_ = event.reason;
     }
     broker_up_ = event.up;
   }

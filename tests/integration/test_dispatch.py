@@ -324,6 +324,20 @@ def healthcheck(config):
     return result.returncode, result.stdout + result.stderr
 
 
+def test_a_broker_never_reached_is_named_in_the_log_at_warn(workdir, database):
+    # Before any connection the daemon has no outage to report as "lost": the first
+    # refused attempt must still reach an operator reading the log at the default level.
+    closed = free_port()
+    daemon = start_daemon(workdir, database, Broker("rabbitmq"), broker={"url": f"amqp://127.0.0.1:{closed}"})
+    try:
+        wait_until(lambda: "warning broker unavailable: " in daemon.log(), timeout=20, what="the warning")
+        time.sleep(1.5)  # several more attempts, with the same reason
+    finally:
+        assert daemon.stop() == 0, daemon.log()
+    lines = [line for line in daemon.log().splitlines() if "broker unavailable" in line]
+    assert len(lines) == 1 and f"127.0.0.1:{closed}" in lines[0], daemon.log()
+
+
 def test_healthcheck_command_asks_the_running_daemons_healthz(workdir, database):
     rabbitmq = Broker("rabbitmq")
     port = free_port()
