@@ -20,6 +20,10 @@ PlannerPolicy normalized(PlannerPolicy policy) {
 
 }  // namespace
 
+std::size_t payload_bytes(const core::OutboxMessage& message) {
+  return message.body.size() + message.headers_json.size();
+}
+
 Planner::Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random)
     : policy_(normalized(std::move(policy))), clock_(clock), random_(random), backoff_(policy_.backoff) {
   rows_.reserve(policy_.max_buffered);
@@ -30,14 +34,15 @@ void Planner::set_policy(PlannerPolicy policy) {
   backoff_ = Backoff(policy_.backoff);
 }
 
-std::size_t Planner::add(const std::vector<RowRef>& claimed) {
+std::size_t Planner::add(std::vector<HeldRow> claimed) {
   const core::SteadyTime now = clock_.now();
   std::size_t added = 0;
-  for (const RowRef& ref : claimed) {
-    if (rows_.contains(ref.id) || settled_.contains(ref.id)) continue;
+  for (HeldRow& held : claimed) {
+    const core::RowId id = held.message.id;
+    if (knows(id)) continue;
     Session* session = nullptr;
-    if (!ref.session.empty()) {
-      auto [it, inserted] = sessions_.try_emplace(ref.session);
+    if (const auto& name = held.message.session_id; name && !name->empty()) {
+      auto [it, inserted] = sessions_.try_emplace(*name);
       if (inserted) {
         it->second.name = &it->first;
       } else if (it->second.parked) {
@@ -45,13 +50,15 @@ std::size_t Planner::add(const std::vector<RowRef>& claimed) {
       }
       session = &it->second;
     }
-    rows_.emplace(ref.id, Row{.session = session, .attempts = ref.attempts, .partition = ref.partition});
+    const int attempts = held.message.attempts;
+    const std::size_t bytes = payload_bytes(held.message);
+    rows_.emplace(id, Row{.held = std::move(held), .bytes = bytes, .session = session, .attempts = attempts});
     ++added;
     if (session != nullptr) {
-      session->queue.push_fresh(ref.id);
+      session->queue.push_fresh(id);
       schedule(*session, now);
     } else {
-      ready_.push({ref.id, nullptr});
+      ready_.push({id, nullptr});
     }
   }
   prune_timers();
@@ -85,6 +92,7 @@ void Planner::on_persisted() {
   pending_.failures.clear();
   failure_at_.clear();
   settled_.clear();
+  retired_.clear();
   const core::SteadyTime now = clock_.now();
   for (Session* session : parked_sessions_) {
     session->parked = false;
@@ -105,15 +113,14 @@ void Planner::drop_partition(int partition) {
   std::vector<Session*> touched;
   for (auto it = rows_.begin(); it != rows_.end();) {
     Row& row = it->second;
-    if (row.partition != partition) {
+    if (row.held.message.partition != partition) {
       ++it;
     } else if (row.in_flight) {
       row.orphaned = true;
       ++it;
     } else {
       if (row.session != nullptr) touched.push_back(row.session);
-      forgotten_.push_back(it->first);
-      it = rows_.erase(it);
+      it = forget(it);
     }
   }
   std::sort(touched.begin(), touched.end());
@@ -225,17 +232,25 @@ void Planner::requeue(RowMap::iterator it, core::SteadyTime retry_at, core::Stea
   }
 }
 
-void Planner::forget(RowMap::iterator it) {
-  forgotten_.push_back(it->first);
-  rows_.erase(it);
+// A row with a write not yet persisted stays findable, without its payload:
+// the caller reads its message id, timeout and partition until the write is
+// persisted, and the claim must not return it meanwhile.
+Planner::RowMap::iterator Planner::forget(RowMap::iterator it) {
+  if (settled_.contains(it->first)) {
+    HeldRow& held = it->second.held;
+    held.message.body = std::string();
+    held.message.headers_json = std::string();
+    retired_.insert_or_assign(it->first, std::move(held));
+  }
+  return rows_.erase(it);
 }
 
 bool Planner::knows(core::RowId id) const { return rows_.contains(id) || settled_.contains(id); }
 
-std::vector<core::RowId> Planner::take_forgotten() {
-  std::vector<core::RowId> taken;
-  taken.swap(forgotten_);
-  return taken;
+const HeldRow* Planner::find(core::RowId id) const {
+  if (const auto row = rows_.find(id); row != rows_.end()) return &row->second.held;
+  const auto retired = retired_.find(id);
+  return retired == retired_.end() ? nullptr : &retired->second;
 }
 
 void Planner::erase_if_idle(Session& session) {

@@ -19,13 +19,16 @@
 
 namespace outboxd::dispatch {
 
-// A claimed row as the planner needs it: no payload.
-struct RowRef {
-  core::RowId id = 0;
-  std::string session;  // empty: no session, no ordering constraint
-  int attempts = 0;     // persisted attempts
-  int partition = 0;
+// A claimed row as the planner holds it, payload included, from the claim
+// until its outcome is persisted. Its session, persisted attempts and
+// partition are the message's.
+struct HeldRow {
+  core::OutboxMessage message;
+  core::SteadyTime due_since{};  // when it became due, on our clock
 };
+
+// The memory a held row's payload takes: body and headers (the other columns are small and bounded).
+std::size_t payload_bytes(const core::OutboxMessage& message);
 
 struct PlannerPolicy {
   std::size_t window = 1000;             // rows in flight at once, all sessions together (at least 1)
@@ -96,7 +99,7 @@ class Planner {
   // yet persisted: accepted, failed, parked) and rows of a session whose park
   // is not yet persisted.
   // Accepts more rows than claim_room() if given them. Returns how many were added.
-  std::size_t add(const std::vector<RowRef>& claimed);
+  std::size_t add(std::vector<HeldRow> claimed);
 
   // max_buffered minus known rows (buffered, in flight, accepted not yet persisted); never negative.
   std::size_t claim_room() const;
@@ -122,12 +125,15 @@ class Planner {
   void drop_partition(int partition);
 
   // True for rows buffered, in flight, or settled but not yet persisted:
-  // the rows whose payload the owner must keep or need not fetch again.
+  // the rows the claim need not return again.
   bool knows(core::RowId id) const;
-  // Rows the planner dropped from memory since the last call (accepted,
-  // parked, dropped with their session or partition): their payloads can go.
-  // The list grows until taken: call it after on_persisted() and drop_partition().
-  std::vector<core::RowId> take_forgotten();
+  // The row as held: buffered or in flight, with its payload; or settled
+  // (accepted, parked, dropped with a failure to write) and not yet
+  // persisted, without body and headers. Null for a row not known.
+  const HeldRow* find(core::RowId id) const;
+  // Calls f(const HeldRow&) for every row find() finds, in no order.
+  template <class F>
+  void for_each_known(F f) const;
 
   std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
   std::size_t in_flight() const { return in_flight_; }
@@ -138,10 +144,11 @@ class Planner {
   struct Session;
 
   struct Row {
+    HeldRow held;
+    std::size_t bytes = 0;        // payload_bytes(held.message)
     Session* session = nullptr;   // null: no session
     core::SteadyTime retry_at{};  // not published before this time
     int attempts = 0;             // persisted attempts, plus failures recorded since
-    int partition = 0;
     int releases = 0;             // consecutive released/unknown outcomes
     std::uint32_t generation = 0; // session generation when handed out
     bool in_flight = false;
@@ -189,7 +196,7 @@ class Planner {
   void drop_failure(core::RowId id);
   void park(RowMap::iterator it, int attempts, std::string error);
   void erase_if_idle(Session& session);
-  void forget(RowMap::iterator it);
+  RowMap::iterator forget(RowMap::iterator it);
   bool publishable_head(const Session& session, core::RowId id) const;
   bool orphaned(const Row& row) const;
   void prune_timers();
@@ -199,7 +206,8 @@ class Planner {
   core::RandomSource& random_;
   Backoff backoff_;
 
-  RowMap rows_;                                         // buffered and in flight
+  RowMap rows_;                                         // buffered and in flight: the one owner of payloads
+  std::unordered_map<core::RowId, HeldRow> retired_;    // forgotten with a write not yet persisted: no payload
   std::unordered_map<std::string, Session> sessions_;   // sessions with rows, in flight or parked
   std::unordered_set<core::RowId> settled_;             // ids with a write not yet persisted
   std::unordered_map<core::RowId, std::size_t> failure_at_;  // index in pending_.failures
@@ -208,8 +216,13 @@ class Planner {
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
   PendingWrites pending_;
-  std::vector<core::RowId> forgotten_;  // erased from rows_ since take_forgotten()
   Counters counters_;
 };
+
+template <class F>
+void Planner::for_each_known(F f) const {
+  for (const auto& [id, row] : rows_) f(row.held);
+  for (const auto& [id, held] : retired_) f(held);
+}
 
 }  // namespace outboxd::dispatch

@@ -133,8 +133,7 @@ void Planner::park(RowMap::iterator it, int attempts, std::string error) {
     parked_sessions_.push_back(session);
   }
   session->queue.remove_if([this](core::RowId queued) {
-    forgotten_.push_back(queued);
-    rows_.erase(queued);
+    if (const auto row = rows_.find(queued); row != rows_.end()) forget(row);
     return true;
   });
 }

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/claimed_sets.hpp"
@@ -18,9 +17,9 @@ namespace outboxd::dispatch {
 
 // Pure and single-threaded, like the planner it owns: the run loop hands it
 // what the database returned and what the broker said, and asks it what to
-// claim, publish and persist. It is the one owner of a row's payload, from
-// the claim until the row is forgotten (its outcome persisted, its partition
-// or session dropped); the planner beside it knows the row by id.
+// claim, publish and persist. The planner it owns holds each row, payload
+// included, from the claim until the row is forgotten (its outcome
+// persisted, its partition or session dropped); the book looks rows up there.
 //
 // Whether a claim may find rows: after a claim came back short, not until
 // something says so (a NOTIFY, the poll, a due timer, a late commit, a
@@ -84,17 +83,9 @@ class RowBook {
   Planner::Counters counters() const { return planner_.counters(); }
 
  private:
-  struct HeldRow {
-    core::OutboxMessage message;
-    core::SteadyTime due_since;
-  };
-
-  void forget_dropped();
-
-  Planner planner_;
+  Planner planner_;  // the rows held, payloads included
   ClaimPass pass_;
   bool claim_may_find_rows_ = true;
-  std::unordered_map<core::RowId, HeldRow> rows_;  // every row the planner knows
 };
 
 }  // namespace outboxd::dispatch
