@@ -110,6 +110,7 @@ const std::vector<Key>& keys() {
       restart<&Config::dispatch, &DispatchConfig::busy_poll>("dispatch.busy_poll_ms"),
       applied<&Config::dispatch, &DispatchConfig::shutdown_timeout>("dispatch.shutdown_timeout_ms"),
       applied<&Config::dispatch, &DispatchConfig::stats_interval>("dispatch.stats_interval_ms"),
+      applied<&Config::dispatch, &DispatchConfig::max_message_bytes>("dispatch.max_message_bytes"),
       applied<&Config::retention, &RetentionConfig::mode>("retention.mode"),
       applied<&Config::retention, &RetentionConfig::keep_for>("retention.keep_for_s"),
       applied<&Config::retention, &RetentionConfig::purge_batch>("retention.purge_batch"),

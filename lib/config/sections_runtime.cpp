@@ -25,6 +25,7 @@ constexpr IntRange kPurgeIntervalMs{100, 86'400'000};
 constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
 constexpr IntRange kRenewIntervalMs{100, 3'600'000};
 constexpr IntRange kSafetyMarginMs{0, 3'600'000};
+constexpr IntRange kMessageBytes{16 << 10, 1 << 30};  // above the 8 KiB kept for properties; up to 1 GiB
 constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
 constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
 
@@ -98,6 +99,7 @@ void read_dispatch(MapReader& root, DispatchConfig& out) {
   dispatch.millis("busy_poll_ms", out.busy_poll, kBusyPollMs);
   dispatch.millis("shutdown_timeout_ms", out.shutdown_timeout, kShutdownTimeoutMs);
   dispatch.millis("stats_interval_ms", out.stats_interval, kStatsIntervalMs);
+  dispatch.integer("max_message_bytes", out.max_message_bytes, kMessageBytes);
 }
 
 void read_retention(MapReader& root, RetentionConfig& out) {

@@ -168,7 +168,7 @@ void Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core:
   if (it == rows_.end() || it->second.in_flight || it->second.session != nullptr || it->second.retry_at > now) {
     return;
   }
-  hand_out(id, it->second, out);
+  if (!park_if_unsendable(it)) hand_out(id, it->second, out);
 }
 
 void Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
@@ -176,18 +176,32 @@ void Planner::take_from_session(Session& session, core::RowId key, core::SteadyT
   session.in_ready_heap = false;
   if (!session.parked && !session.queue.empty() && session.queue.front() == key &&
       session.in_flight < policy_.per_session_in_flight) {
-    Row& row = rows_.at(key);
+    const auto it = rows_.find(key);
+    Row& row = it->second;
     if (row.retry_at <= now) {
       session.queue.pop_front();
-      ++session.in_flight;
-      row.generation = session.generation;
-      hand_out(key, row, out);
+      if (!park_if_unsendable(it)) {
+        ++session.in_flight;
+        row.generation = session.generation;
+        hand_out(key, row, out);
+      }
     }
   }
   // Queue the session again under its current head (which may differ from
   // the key it was queued under), or arm the head's timer.
   schedule(session, now);
   erase_if_idle(session);
+}
+
+// A row the claim found unsendable (too large) is parked, with its session,
+// when its turn comes: never published, never retried, and the rows of its
+// session before it went out first.
+bool Planner::park_if_unsendable(RowMap::iterator it) {
+  auto& reason = it->second.held.message.unsendable;
+  if (!reason) return false;
+  ++counters_.unsendable;
+  park(it, it->second.attempts + 1, std::move(*reason));
+  return true;
 }
 
 void Planner::hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out) {

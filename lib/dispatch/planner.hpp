@@ -79,7 +79,7 @@ class Planner {
     std::uint64_t published = 0;  // rows handed out by take_ready()
     std::uint64_t accepted = 0;
     std::uint64_t rejected = 0;
-    std::uint64_t unsendable = 0;
+    std::uint64_t unsendable = 0;  // outcomes, and rows the claim found unsendable (parked unsent)
     std::uint64_t released = 0;
     std::uint64_t unknown = 0;
     std::uint64_t not_sent = 0;
@@ -184,6 +184,7 @@ class Planner {
   void promote_due(core::SteadyTime now);
   void take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
   void take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool park_if_unsendable(RowMap::iterator it);
   void hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out);
   void schedule(Session& session, core::SteadyTime now);
   void arm(core::RowId id, Row& row);

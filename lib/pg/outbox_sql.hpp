@@ -9,9 +9,14 @@ namespace outboxd::pg::outbox_sql {
 enum Column {
   kId, kMessageId, kDestination, kSessionId, kCorrelationId, kParentMessageId, kOriginatingMessageId,
   kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedUs, kDueUs, kScheduled,
-  kAttempts, kPartition, kDueForUs, kHeldBack, kColumnCount
+  kAttempts, kPartition, kDueForUs, kPayloadBytes, kHeldBack, kColumnCount
 };
 
+// The claims return every row's payload size (body and headers as JSON
+// text), but its body and headers only while the row is no larger than the
+// limit and the payload of the rows before it in the statement's order is
+// below the budget: a row past the budget comes back without them, and so
+// does every row after it; a row over the limit comes back without them alone.
 std::string claim_immediate(const std::string& t);
 std::string claim_scheduled(const std::string& t);
 std::string mark_dispatched(const std::string& t, const std::string& leases);
