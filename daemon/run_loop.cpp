@@ -30,6 +30,7 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   policy.window = static_cast<std::size_t>(d.in_flight);
   policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
   policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.in_flight_bytes = static_cast<std::size_t>(d.in_flight_bytes);
   policy.max_attempts = d.max_attempts;
   policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
   policy.release_retry = d.release_retry;
@@ -162,9 +163,11 @@ void RunLoop::stop_for(const core::Error& error) {
 
 void RunLoop::claim_rows() {
   if (!claim_possible()) return;
-  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size));
+  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size),
+                                           static_cast<std::size_t>(config_.dispatch.claim_bytes));
   const auto started = clock_.now();
-  const core::ClaimBytes bytes{.max_message = config::max_message_bytes(config_)};
+  const core::ClaimBytes bytes{config::max_message_bytes(config_),
+                               static_cast<std::int64_t>(request.statement_bytes)};
   auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
                                request.known, bytes);
   if (!sets) return fail_database(sets.error());

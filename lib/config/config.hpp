@@ -111,6 +111,8 @@ struct DispatchConfig {
   milliseconds shutdown_timeout{10000};      // wait for in-flight outcomes on SIGTERM
   milliseconds stats_interval{10000};        // info log of rates
   int max_message_bytes = 0;      // larger rows are parked unsent; 0: the broker profile's limit
+  int claim_bytes = 16 << 20;     // payload bytes one claim reads (at least one row)
+  int in_flight_bytes = 64 << 20; // payload bytes held, buffered and in flight (at least one row)
 
   bool operator==(const DispatchConfig&) const = default;
 };

@@ -111,6 +111,8 @@ const std::vector<Key>& keys() {
       applied<&Config::dispatch, &DispatchConfig::shutdown_timeout>("dispatch.shutdown_timeout_ms"),
       applied<&Config::dispatch, &DispatchConfig::stats_interval>("dispatch.stats_interval_ms"),
       applied<&Config::dispatch, &DispatchConfig::max_message_bytes>("dispatch.max_message_bytes"),
+      applied<&Config::dispatch, &DispatchConfig::claim_bytes>("dispatch.claim_bytes"),
+      applied<&Config::dispatch, &DispatchConfig::in_flight_bytes>("dispatch.in_flight_bytes"),
       applied<&Config::retention, &RetentionConfig::mode>("retention.mode"),
       applied<&Config::retention, &RetentionConfig::keep_for>("retention.keep_for_s"),
       applied<&Config::retention, &RetentionConfig::purge_batch>("retention.purge_batch"),

@@ -26,6 +26,7 @@ constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
 constexpr IntRange kRenewIntervalMs{100, 3'600'000};
 constexpr IntRange kSafetyMarginMs{0, 3'600'000};
 constexpr IntRange kMessageBytes{16 << 10, 1 << 30};  // above the 8 KiB kept for properties; up to 1 GiB
+constexpr IntRange kBudgetBytes{64 << 10, 1 << 30};
 constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
 constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
 
@@ -100,6 +101,8 @@ void read_dispatch(MapReader& root, DispatchConfig& out) {
   dispatch.millis("shutdown_timeout_ms", out.shutdown_timeout, kShutdownTimeoutMs);
   dispatch.millis("stats_interval_ms", out.stats_interval, kStatsIntervalMs);
   dispatch.integer("max_message_bytes", out.max_message_bytes, kMessageBytes);
+  dispatch.integer("claim_bytes", out.claim_bytes, kBudgetBytes);
+  dispatch.integer("in_flight_bytes", out.in_flight_bytes, kBudgetBytes);
 }
 
 void read_retention(MapReader& root, RetentionConfig& out) {

@@ -53,6 +53,7 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
     const int attempts = held.message.attempts;
     const std::size_t bytes = payload_bytes(held.message);
     rows_.emplace(id, Row{.held = std::move(held), .bytes = bytes, .session = session, .attempts = attempts});
+    held_bytes_ += bytes;
     ++added;
     if (session != nullptr) {
       session->queue.push_fresh(id);
@@ -70,17 +71,22 @@ std::size_t Planner::claim_room() const {
   return known >= policy_.max_buffered ? 0 : policy_.max_buffered - known;
 }
 
+std::size_t Planner::byte_room() const {
+  return held_bytes_ >= policy_.in_flight_bytes ? 0 : policy_.in_flight_bytes - held_bytes_;
+}
+
 std::vector<core::RowId> Planner::take_ready() {
   const core::SteadyTime now = clock_.now();
   promote_due(now);
   std::vector<core::RowId> out;
-  while (in_flight_ < policy_.window && !ready_.empty()) {
+  bool room = true;
+  while (room && in_flight_ < policy_.window && !ready_.empty()) {
     const ReadyEntry entry = ready_.top();
     ready_.pop();
     if (entry.session == nullptr) {
-      take_loose(entry.key, now, out);
+      room = take_loose(entry.key, now, out);
     } else {
-      take_from_session(*entry.session, entry.key, now, out);
+      room = take_from_session(*entry.session, entry.key, now, out);
     }
   }
   prune_timers();
@@ -162,22 +168,33 @@ void Planner::promote_due(core::SteadyTime now) {
   }
 }
 
-void Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out) {
+// Each take_ returns false when the row's bytes do not fit in flight now:
+// its entry goes back on the heap, and nothing else goes out before it.
+bool Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out) {
   const auto it = rows_.find(id);
   // A stale entry: the row went out already, was forgotten, or is waiting.
   if (it == rows_.end() || it->second.in_flight || it->second.session != nullptr || it->second.retry_at > now) {
-    return;
+    return true;
   }
-  if (!park_if_unsendable(it)) hand_out(id, it->second, out);
+  if (park_if_unsendable(it)) return true;
+  if (!fits(it->second)) {
+    ready_.push({id, nullptr});
+    return false;
+  }
+  hand_out(id, it->second, out);
+  return true;
 }
 
-void Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
+bool Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
                                 std::vector<core::RowId>& out) {
-  session.in_ready_heap = false;
   if (!session.parked && !session.queue.empty() && session.queue.front() == key &&
       session.in_flight < policy_.per_session_in_flight) {
     const auto it = rows_.find(key);
     Row& row = it->second;
+    if (row.retry_at <= now && !row.held.message.unsendable && !fits(row)) {
+      ready_.push({key, &session});  // still in the heap
+      return false;
+    }
     if (row.retry_at <= now) {
       session.queue.pop_front();
       if (!park_if_unsendable(it)) {
@@ -187,10 +204,16 @@ void Planner::take_from_session(Session& session, core::RowId key, core::SteadyT
       }
     }
   }
+  session.in_ready_heap = false;
   // Queue the session again under its current head (which may differ from
   // the key it was queued under), or arm the head's timer.
   schedule(session, now);
   erase_if_idle(session);
+  return true;
+}
+
+bool Planner::fits(const Row& row) const {
+  return in_flight_ == 0 || in_flight_bytes_ + row.bytes <= policy_.in_flight_bytes;
 }
 
 // A row the claim found unsendable (too large) is parked, with its session,
@@ -208,6 +231,7 @@ void Planner::hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out) 
   row.in_flight = true;
   row.timer_armed = false;
   ++in_flight_;
+  in_flight_bytes_ += row.bytes;
   ++counters_.published;
   out.push_back(id);
 }
@@ -256,6 +280,7 @@ Planner::RowMap::iterator Planner::forget(RowMap::iterator it) {
     held.message.headers_json = std::string();
     retired_.insert_or_assign(it->first, std::move(held));
   }
+  held_bytes_ -= it->second.bytes;
   return rows_.erase(it);
 }
 

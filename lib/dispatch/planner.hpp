@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <optional>
 #include <queue>
@@ -34,6 +35,11 @@ struct PlannerPolicy {
   std::size_t window = 1000;             // rows in flight at once, all sessions together (at least 1)
   std::size_t per_session_in_flight = 1; // 1: strict order (at least 1)
   std::size_t max_buffered = 10000;      // known rows, in flight included; bounds claim_room()
+  // Payload bytes in flight: a row goes out only while they stay within it,
+  // or when nothing else is in flight (a row larger than the budget goes
+  // out alone). The row book claims only while the bytes held, buffered and
+  // in flight, are below it.
+  std::size_t in_flight_bytes = std::numeric_limits<std::size_t>::max();
   int max_attempts = 10;                 // the attempt that reaches this count parks the row
   BackoffPolicy backoff{std::chrono::seconds(1), std::chrono::minutes(5), 2.0, 0.2};
   core::Duration release_retry = std::chrono::seconds(1);
@@ -103,10 +109,12 @@ class Planner {
 
   // max_buffered minus known rows (buffered, in flight, accepted not yet persisted); never negative.
   std::size_t claim_room() const;
+  // in_flight_bytes minus the payloads held (buffered and in flight); never negative.
+  std::size_t byte_room() const;
 
   // Rows to publish now, in id order per session; they become in flight.
-  // Respects the window and the per-session limit, skips rows waiting for a
-  // retry time. O(k log n) for k rows handed out.
+  // Respects the window, the in-flight bytes and the per-session limit,
+  // skips rows waiting for a retry time. O(k log n) for k rows handed out.
   std::vector<core::RowId> take_ready();
 
   // Ignores ids not in flight (stale), counting them in Counters::stale.
@@ -137,6 +145,8 @@ class Planner {
 
   std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
   std::size_t in_flight() const { return in_flight_; }
+  std::size_t in_flight_bytes() const { return in_flight_bytes_; }
+  std::size_t held_bytes() const { return held_bytes_; }  // payloads of the rows buffered and in flight
   std::size_t buffered() const { return rows_.size() - in_flight_; }  // waiting to be published
   Counters counters() const { return counters_; }
 
@@ -182,8 +192,9 @@ class Planner {
   using RowMap = std::unordered_map<core::RowId, Row>;
 
   void promote_due(core::SteadyTime now);
-  void take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
-  void take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool fits(const Row& row) const;
   bool park_if_unsendable(RowMap::iterator it);
   void hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out);
   void schedule(Session& session, core::SteadyTime now);
@@ -216,6 +227,8 @@ class Planner {
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
+  std::size_t in_flight_bytes_ = 0;
+  std::size_t held_bytes_ = 0;
   PendingWrites pending_;
   Counters counters_;
 };

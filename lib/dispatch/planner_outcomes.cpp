@@ -32,6 +32,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
   Session* session = row.session;
   row.in_flight = false;
   --in_flight_;
+  in_flight_bytes_ -= row.bytes;
   if (session != nullptr) --session->in_flight;
 
   settle(it, outcome, reason, now);

@@ -20,12 +20,17 @@ void RowBook::restart_pass() {
 // The rows held that the claim could return again: immediate rows ahead of
 // the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
 // by the claim, they cost it nothing and leave its batch to new rows.
-RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size) const {
-  ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {}};
+RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t claim_bytes) const {
+  const std::size_t bytes = std::min(claim_bytes, planner_.byte_room());
+  ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {}, std::max<std::size_t>(bytes / 2, 1)};
   planner_.for_each_known([&](const HeldRow& held) {
     if (held.message.id > pass_.cursor() || held.message.due_at) request.known.push_back(held.message.id);
   });
   return request;
+}
+
+bool RowBook::room_for_claim(std::size_t batch_size) const {
+  return planner_.claim_room() > batch_size / 2 && planner_.byte_room() > 0;
 }
 
 RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& request, core::SteadyTime started) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -35,15 +36,21 @@ class RowBook {
     std::size_t limit = 0;
     core::RowId after_id = 0;          // the pass's cursor
     std::vector<core::RowId> known;    // rows the claim could return again: leave them out
+    std::size_t statement_bytes = 0;   // the byte budget of each statement
   };
   bool claim_may_find_rows() const { return claim_may_find_rows_; }
   void expect_rows() { claim_may_find_rows_ = true; }
   // From the lowest id again, and claim: new partitions (their rows may lie
   // below the cursor) or a new connection.
   void restart_pass();
-  // Room for at least half a batch: a smaller claim is not worth its round trip.
-  bool room_for_claim(std::size_t batch_size) const { return planner_.claim_room() > batch_size / 2; }
-  ClaimRequest claim_request(std::size_t batch_size) const;
+  // Room for at least half a batch, a smaller claim not being worth its
+  // round trip, and the payloads held below the in-flight bytes.
+  bool room_for_claim(std::size_t batch_size) const;
+  // At most `claim_bytes` of payload, and no more than the in-flight bytes
+  // leave room for; each of the claim's two statements reads half of that,
+  // and at least one row.
+  ClaimRequest claim_request(std::size_t batch_size,
+                             std::size_t claim_bytes = std::numeric_limits<std::size_t>::max()) const;
 
   struct Claimed {
     std::size_t rows = 0;    // rows returned (merged, held-back ones left out), before the pass's rules
@@ -78,6 +85,7 @@ class RowBook {
   std::vector<int> drained(const std::vector<int>& draining) const;
 
   std::size_t in_flight() const { return planner_.in_flight(); }
+  std::size_t held_bytes() const { return planner_.held_bytes(); }
   std::size_t buffered() const { return planner_.buffered(); }
   std::optional<core::SteadyTime> next_retry() const { return planner_.next_retry(); }
   Planner::Counters counters() const { return planner_.counters(); }

@@ -3,6 +3,7 @@
 
 #include "dispatch/claim_merge.hpp"
 #include "dispatch/planner.hpp"
+#include "dispatch/row_book.hpp"
 #include "planner_fixture.hpp"
 
 namespace outboxd::dispatch::test {
@@ -71,6 +72,71 @@ TEST_CASE("merge_claim: a statement cut by its byte budget is full, and schedule
   REQUIRE(claim.rows.size() == 3);
   CHECK(claim.rows[2].id == 20);
   CHECK(claim.last_immediate_id == 20);
+}
+
+TEST_CASE("The in-flight bytes admit rows while they fit, and one row alone however large",
+          "[dispatch][planner][bytes]") {
+  auto policy = test_policy();
+  policy.in_flight_bytes = 100;
+  PlannerFixture f(policy);
+  std::vector<HeldRow> rows;
+  rows.push_back(sized(row(1, "A"), 38));  // 40 bytes with its headers "{}"
+  rows.push_back(sized(row(2, "B"), 48));  // 50
+  rows.push_back(sized(row(3, "C"), 18));  // 20: would fit, but goes out only after 2
+  rows.push_back(sized(row(4, "D"), 298)); // 300: over the budget
+  REQUIRE(f.planner.add(std::move(rows)) == 4);
+  CHECK(f.planner.held_bytes() == 410);
+  CHECK(f.take() == Ids{1, 2});
+  CHECK(f.planner.in_flight_bytes() == 90);
+  f.accept(1);
+  CHECK(f.take() == Ids{3});
+  f.accept(2);
+  f.accept(3);
+  CHECK(f.planner.in_flight_bytes() == 0);
+  CHECK(f.take() == Ids{4});  // alone
+  CHECK(f.planner.in_flight_bytes() == 300);
+  CHECK(f.planner.byte_room() == 0);
+  f.reject(4);
+  CHECK(f.planner.in_flight_bytes() == 0);
+  CHECK(f.planner.held_bytes() == 300);  // waiting for its retry
+  f.clock.advance(100ms);
+  CHECK(f.take() == Ids{4});
+  f.accept(4);
+  f.planner.on_persisted();
+  CHECK(f.planner.held_bytes() == 0);
+  CHECK(f.planner.byte_room() == 100);
+}
+
+TEST_CASE("RowBook: a claim asks for no more bytes than the budgets leave, and none once they are used",
+          "[dispatch][row_book][bytes]") {
+  core::ManualClock clock;
+  core::FixedRandom random{0.5};
+  auto policy = test_policy();
+  policy.in_flight_bytes = 1000;
+  RowBook book(policy, clock, random);
+  CHECK(book.claim_request(10, 600).statement_bytes == 300);  // half for each statement
+  CHECK(book.claim_request(10, 5000).statement_bytes == 500);  // the in-flight bytes are the lower
+  core::ClaimedSets sets;
+  sets.immediate.rows.resize(1);
+  sets.immediate.rows[0].id = 1;
+  sets.immediate.rows[0].body.assign(798, 'x');  // 800 with "{}"
+  sets.immediate.read = 1;
+  sets.immediate.last_id = 1;
+  const auto request = book.claim_request(10, 600);
+  book.on_claim(std::move(sets), request, clock.now());
+  CHECK(book.held_bytes() == 800);
+  CHECK(book.room_for_claim(10));
+  CHECK(book.claim_request(10, 600).statement_bytes == 100);  // 200 left
+  core::ClaimedSets more;
+  more.immediate.rows.resize(1);
+  more.immediate.rows[0].id = 2;
+  more.immediate.rows[0].body.assign(298, 'x');
+  more.immediate.read = 1;
+  more.immediate.last_id = 2;
+  book.on_claim(std::move(more), book.claim_request(10, 600), clock.now());
+  CHECK(book.held_bytes() == 1100);
+  CHECK_FALSE(book.room_for_claim(10));
+  CHECK(book.claim_request(10, 600).statement_bytes == 1);  // at least one row, if asked
 }
 
 }  // namespace outboxd::dispatch::test
