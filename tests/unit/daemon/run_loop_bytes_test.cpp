@@ -1,7 +1,8 @@
-// The run loop's byte bounds: the largest message, and the claim and in-flight budgets.
+// The run loop's byte bounds: the largest message, the claim and in-flight budgets, libpq out of memory.
 #include <catch2/catch.hpp>
 
 #include "loop_fixture.hpp"
+#include "pg/sqlstate.hpp"
 
 namespace outboxd::daemon::test {
 namespace {
@@ -80,6 +81,18 @@ TEST_CASE("Run loop: the byte budgets bound each claim and the rows held and in 
   f.broker.hold = false;
   REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
   for (const auto id : ids) CHECK(f.broker.times_sent(id) == 1);
+  CHECK(f.stop() == 0);
+}
+
+TEST_CASE("Run loop: libpq out of memory on a claim reconnects and claims again, it does not exit",
+          "[daemon][run_loop][bytes]") {
+  LoopFixture f;
+  const auto a = f.database.insert("s");
+  f.database.fail_claim = pg::make_failure("", "claiming rows: out of memory for query result", false, false).to_error();
+  REQUIRE(f.turn_until([&] { return f.database.status(a) == Status::dispatched; }));
+  CHECK(f.database.losses == 1);
+  CHECK(f.loop.metrics().database_lost.value() == 1);
+  CHECK(f.database.claims >= 2);
   CHECK(f.stop() == 0);
 }
 
