@@ -42,7 +42,7 @@ constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
     "m.due_at > m.created_at",
     "m.attempts", "m.partition",
     "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint",
-    "m.payload_bytes"};
+    "m.payload_bytes", "destination_allowed"};
 // std::array fills missing entries with empty views: an empty one means a
 // Column has no expression, i.e. the enum and this list disagree.
 constexpr bool every_column_named() {
@@ -67,11 +67,22 @@ std::string withheld(const char* max, const char* budget) {
          limit + ") OVER w, 0) >= " + budget + "::bigint)";
 }
 
+// False for a plain name outside settings.allowed_destinations (016): the
+// list is read once per statement (an InitPlan); while it is NULL, as by
+// default, no function is called per row (address_or_reserved() is inlined).
+std::string destination_allowed(const std::string& s) {
+  const std::string list = "(SELECT st.allowed_destinations FROM " + s + ".settings st)";
+  return "(" + s + ".address_or_reserved(m.destination) OR " + list + " IS NULL OR " + s +
+         ".plain_name_allowed(m.destination, " + list + "))";
+}
+
 // `held_back_column` is held_back(), or false where the claim filters on it.
-std::string columns(const std::string& held_back_column, const std::string& withheld_rows) {
+std::string columns(const std::string& s, const std::string& held_back_column, const std::string& withheld_rows) {
   std::string out;
   for (std::size_t i = 0; i < kClaimColumns.size(); ++i) {
-    if (i == kBody || i == kHeaders) {
+    if (i == kDestinationAllowed) {
+      out.append(destination_allowed(s)).append(", ");
+    } else if (i == kBody || i == kHeaders) {
       out.append("CASE WHEN ").append(withheld_rows).append(" THEN NULL ELSE ");
       out.append(kClaimColumns[i]).append(" END, ");
     } else {
@@ -129,8 +140,8 @@ std::string fence(const std::string& leases, const char* column, const char* own
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
 // $5 is the largest payload, $6 the budget.
-std::string claim_immediate(const std::string& t) {
-  return bounded_claim(columns(held_back(t), withheld("$5", "$6")), t,
+std::string claim_immediate(const std::string& s, const std::string& t) {
+  return bounded_claim(columns(s, held_back(t), withheld("$5", "$6")), t,
                        "m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) +
                            not_known("$4"),
                        "m.id", " LIMIT $2");
@@ -140,8 +151,8 @@ std::string claim_immediate(const std::string& t) {
 // order from the oldest due time, so a backlog of overdue timeouts costs one
 // short index range per claim. SKIP LOCKED for this statement only: cancel()
 // either wins completely or returns false. $4 is the largest payload, $5 the budget.
-std::string claim_scheduled(const std::string& t) {
-  return bounded_claim(columns("false", withheld("$4", "$5")), t,
+std::string claim_scheduled(const std::string& s, const std::string& t) {
+  return bounded_claim(columns(s, "false", withheld("$4", "$5")), t,
                        "m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
                            not_known("$3") + " AND NOT " + held_back(t),
                        "m.due_at, m.id", " LIMIT $2 FOR UPDATE OF m SKIP LOCKED");

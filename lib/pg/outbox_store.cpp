@@ -71,6 +71,11 @@ std::string too_large(std::int64_t payload, std::int64_t max_message) {
          std::to_string(kPropertiesMargin) + " for properties and framing); not sent";
 }
 
+// Written before the DBA's list of plain names refused it (016): no queue is created for it.
+std::string not_allowed(const core::OutboxMessage& row) {
+  return "destination \"" + row.destination + "\" is not in settings.allowed_destinations; not sent";
+}
+
 // A statement's claimed rows, in its order: the rows, less those held back
 // behind a due timeout of their session, which go to `held_back` (id and
 // session). A row over the limit comes without body and headers: it is
@@ -95,6 +100,7 @@ core::ClaimedSet decode(const Rows& rows, std::int64_t max_message) {
     }
     set.rows.push_back(message_of(rows, r));
     if (withheld) set.rows.back().unsendable = too_large(payload, max_message);
+    if (!rows.boolean(r, sql::kDestinationAllowed)) set.rows.back().unsendable = not_allowed(set.rows.back());
   }
   return set;
 }
@@ -113,8 +119,8 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       prefix_("outboxd." + schema_ + ".") {
   const std::string leases = quote_ident(schema_) + ".leases";
   statements_ = {
-      {prefix_ + "claim_immediate", sql::claim_immediate(table_)},
-      {prefix_ + "claim_scheduled", sql::claim_scheduled(table_)},
+      {prefix_ + "claim_immediate", sql::claim_immediate(quote_ident(schema_), table_)},
+      {prefix_ + "claim_scheduled", sql::claim_scheduled(quote_ident(schema_), table_)},
       {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
       {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
       {prefix_ + "record_failures", sql::record_failures(table_, leases)},

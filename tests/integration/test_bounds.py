@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, rabbitmqctl, unique, wait_until, write_config
 
 
 @pytest.fixture
@@ -40,6 +40,27 @@ def test_a_row_over_the_largest_message_parks_at_once_with_its_size_and_other_se
     assert "100002 bytes" in last_error and "limit of 65536 bytes" in last_error, last_error
     assert database.query("SELECT status FROM outbox.messages WHERE message_id = 'big-2'") == [("pending",)]
 
+
+
+def test_a_row_whose_destination_the_dba_no_longer_allows_parks_and_creates_no_queue(workdir, database, broker):
+    queue = unique("allowed")
+    rogue = unique("rogue")
+    with database.writer() as conn, conn.cursor() as cur:
+        enqueue(cur, rogue, "rogue-1", b"x", session_id="r")
+        enqueue(cur, queue, "fine-1", b"y", session_id="f")
+    database.query("UPDATE outbox.settings SET allowed_destinations = %s", ([queue],))
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker)
+    try:
+        parked = wait_until(lambda: database.query(
+            "SELECT attempts, last_error FROM outbox.messages WHERE message_id = 'rogue-1' AND status = 'parked'"),
+            timeout=20, what="rogue-1 parked")
+        assert [m.id for m in consumer.receive(1, timeout=20)] == ["fine-1"]
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert parked == [(1, f'destination "{rogue}" is not in settings.allowed_destinations; not sent')]
+    assert rogue not in rabbitmqctl("list_queues", "name", "--quiet"), "no queue was declared for the refused name"
 
 MIB = 1 << 20
 BODY = 50_000_000  # bytes per row

@@ -35,6 +35,13 @@ def require_env(name):
     return value
 
 
+def rabbitmqctl(*args):
+    """rabbitmqctl against the node of scripts/services.sh (its env names the script and the scratch dir)."""
+    script = require_env("OUTBOXD_SERVICES_SH")
+    return subprocess.run([script, "rabbitmqctl", *args], capture_output=True, text=True, check=True, timeout=120,
+                          env=dict(os.environ, OUTBOXD_SCRATCH=require_env("OUTBOXD_SCRATCH"))).stdout
+
+
 def unique(prefix):
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
