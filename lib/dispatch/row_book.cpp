@@ -22,7 +22,8 @@ void RowBook::restart_pass() {
 // by the claim, they cost it nothing and leave its batch to new rows.
 RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t claim_bytes) const {
   const std::size_t bytes = std::min(claim_bytes, planner_.byte_room());
-  ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {}, std::max<std::size_t>(bytes / 2, 1)};
+  ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {},
+                       std::max<std::size_t>(bytes / 2, 1)};
   planner_.for_each_known([&](const HeldRow& held) {
     if (held.message.id > pass_.cursor() || held.message.due_at) request.known.push_back(held.message.id);
   });
