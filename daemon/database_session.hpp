@@ -52,8 +52,8 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
 
   // RowStore
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
-                                        std::span<const core::RowId> known) override {
-    return store_->claim(partitions, limit, after_id, known);
+                                        std::span<const core::RowId> known, const core::ClaimBytes& bytes) override {
+    return store_->claim(partitions, limit, after_id, known, bytes);
   }
   core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                     std::string_view owner) override {

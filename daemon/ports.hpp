@@ -24,7 +24,8 @@ class RowStore {
  public:
   virtual ~RowStore() = default;
   virtual core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
-                                                std::span<const core::RowId> known) = 0;
+                                                std::span<const core::RowId> known,
+                                                const core::ClaimBytes& bytes) = 0;
   virtual core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                             std::string_view owner) = 0;
   virtual core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures,

@@ -30,6 +30,7 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   policy.window = static_cast<std::size_t>(d.in_flight);
   policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
   policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.in_flight_bytes = static_cast<std::size_t>(d.in_flight_bytes);
   policy.max_attempts = d.max_attempts;
   policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
   policy.release_retry = d.release_retry;
@@ -165,10 +166,13 @@ void RunLoop::stop_for(const core::Error& error) {
 
 void RunLoop::claim_rows() {
   if (!claim_possible()) return;
-  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size));
+  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size),
+                                           static_cast<std::size_t>(config_.dispatch.claim_bytes));
   const auto started = clock_.now();
+  const core::ClaimBytes bytes{config::max_message_bytes(config_),
+                               static_cast<std::int64_t>(request.statement_bytes)};
   auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
-                               request.known);
+                               request.known, bytes);
   if (!sets) return fail_database(sets.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   const auto claimed = book_.on_claim(std::move(sets).value(), request, started);
@@ -197,7 +201,13 @@ void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
 void RunLoop::publish_ready() {
   // Exiting: rows published now could not be marked.
   if (stopping_ || exit_code_ || !broker_up_ || !leases_.may_publish()) return;
+  const auto unsendable = book_.counters().unsendable;
   auto rows = book_.take_ready();
+  // Rows the claim found unsendable were parked instead of handed out.
+  if (const auto parked = book_.counters().unsendable - unsendable; parked > 0) {
+    metrics_.unsendable.inc(parked);
+    if (!writes_since_) writes_since_ = clock_.now();
+  }
   if (rows.empty()) return;
   const auto now = clock_.now();
   for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, row.id, now);

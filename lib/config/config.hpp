@@ -126,6 +126,9 @@ struct DispatchConfig {
   milliseconds busy_poll{3};                 // claim interval while polling
   milliseconds shutdown_timeout{10000};      // wait for in-flight outcomes on SIGTERM
   milliseconds stats_interval{10000};        // info log of rates
+  int max_message_bytes = 0;      // larger rows are parked unsent; 0: the broker profile's limit
+  int claim_bytes = 16 << 20;     // payload bytes one claim reads (at least one row)
+  int in_flight_bytes = 64 << 20; // payload bytes held, buffered and in flight (at least one row)
 
   bool operator==(const DispatchConfig&) const = default;
 };
@@ -183,6 +186,11 @@ const char* to_string(BrokerProfile profile);
 const char* to_string(RetentionMode mode);
 const char* to_string(LogFormat format);
 const char* to_string(Pooler pooler);
+
+// The largest message a row may make: dispatch.max_message_bytes, or when
+// that is not set the limit of the broker profile's default configuration.
+int profile_max_message_bytes(BrokerProfile profile);
+int max_message_bytes(const Config& config);
 
 // The SASL mechanisms to offer: broker.sasl_mechanisms, or when that is empty
 // (a BrokerConfig not from the loader) PLAIN with a username, ANONYMOUS without.

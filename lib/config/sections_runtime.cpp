@@ -29,6 +29,8 @@ constexpr IntRange kPurgeIntervalMs{100, 86'400'000};
 constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
 constexpr IntRange kRenewIntervalMs{100, 3'600'000};
 constexpr IntRange kSafetyMarginMs{0, 3'600'000};
+constexpr IntRange kMessageBytes{16 << 10, 1 << 30};  // above the 8 KiB kept for properties; up to 1 GiB
+constexpr IntRange kBudgetBytes{64 << 10, 1 << 30};
 constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
 // migrate names the roles <schema>_writer and <schema>_dispatcher, which must fit in 63 bytes.
 constexpr std::size_t kMaxOutboxSchemaBytes = kMaxIdentifierBytes - 11;
@@ -105,6 +107,9 @@ void read_dispatch(MapReader& root, DispatchConfig& out) {
   dispatch.millis("busy_poll_ms", out.busy_poll, kBusyPollMs);
   dispatch.millis("shutdown_timeout_ms", out.shutdown_timeout, kShutdownTimeoutMs);
   dispatch.millis("stats_interval_ms", out.stats_interval, kStatsIntervalMs);
+  dispatch.integer("max_message_bytes", out.max_message_bytes, kMessageBytes);
+  dispatch.integer("claim_bytes", out.claim_bytes, kBudgetBytes);
+  dispatch.integer("in_flight_bytes", out.in_flight_bytes, kBudgetBytes);
 }
 
 void read_retention(MapReader& root, RetentionConfig& out) {

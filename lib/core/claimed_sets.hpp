@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,16 @@ struct ClaimedSet {
   std::vector<HeldBackRow> held_back;
   std::size_t read = 0;              // rows the statement returned, held-back ones included
   RowId last_id = 0;                 // of the last row returned, held back or not; 0 when none
+  bool budget_used = false;          // rows past the claim's byte budget were left for the next claim
+};
+
+// The byte bounds of one claim. A row's payload is its body and its headers
+// (as JSON text): what the claim reads of it into memory.
+struct ClaimBytes {
+  // Larger messages are not read: returned unsendable. The margin left for
+  // the properties and the AMQP framing is pg::kPropertiesMargin.
+  std::int64_t max_message = std::numeric_limits<std::int64_t>::max();
+  std::int64_t budget = std::numeric_limits<std::int64_t>::max();  // payload bytes per statement, at least one row
 };
 
 // The claim's three statements, sent in one pipeline: immediate rows in id

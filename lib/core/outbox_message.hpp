@@ -33,6 +33,10 @@ struct OutboxMessage {
   // How long the row had been due when it was claimed, on the database's
   // clock: since created_at, due_at for a timeout, or the end of a backoff.
   std::chrono::microseconds due_for{0};
+  // Set when the claim left the body and headers out because the row cannot
+  // be sent (too large for the broker): why. The row is parked when its turn
+  // comes, never published.
+  std::optional<std::string> unsendable;
 };
 
 // The broker's settlement of one delivery, or its absence.

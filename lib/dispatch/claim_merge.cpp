@@ -13,11 +13,11 @@ Claim merge_claim(core::ClaimedSets sets, std::size_t limit) {
   claim.next_due = sets.next_due;
   claim.last_immediate_id = sets.immediate.last_id;
   core::RowId cut = std::numeric_limits<core::RowId>::max();
-  if (limit > 0 && sets.immediate.read == limit) {
+  if (limit > 0 && (sets.immediate.read == limit || sets.immediate.budget_used)) {
     cut = sets.immediate.last_id;
     claim.immediate_full = true;
   }
-  claim.scheduled_full = limit > 0 && sets.scheduled.read == limit;
+  claim.scheduled_full = limit > 0 && (sets.scheduled.read == limit || sets.scheduled.budget_used);
   auto& immediate = sets.immediate.rows;
   auto& scheduled = sets.scheduled.rows;
   auto by_id = [](const core::OutboxMessage& a, const core::OutboxMessage& b) { return a.id < b.id; };

@@ -14,7 +14,7 @@ namespace outboxd::dispatch {
 // The rows of one claim as the claim pass uses them.
 struct Claim {
   std::vector<core::OutboxMessage> rows;  // in id order
-  bool immediate_full = false;            // the immediate batch hit the limit: the pass goes on
+  bool immediate_full = false;            // the immediate batch hit the limit or its budget: the pass goes on
   bool scheduled_full = false;            // so did the due scheduled batch: more are due
   core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
   // Immediate rows left out because an earlier row of their session is a due
@@ -26,7 +26,7 @@ struct Claim {
 };
 
 // Merges the immediate and the scheduled rows by id. A full immediate batch
-// (`limit` rows) may have left out rows above its last id; a scheduled row
+// (`limit` rows, or its byte budget used) may have left out rows above its last id; a scheduled row
 // above that id waits for the next claim too, so that no session sees a
 // higher id before a lower one. Fullness and the cursor count the rows held
 // back too: the pass moves past them (they are found again by the next pass

@@ -20,6 +20,10 @@ PlannerPolicy normalized(PlannerPolicy policy) {
 
 }  // namespace
 
+std::size_t payload_bytes(const core::OutboxMessage& message) {
+  return message.body.size() + message.headers_json.size();
+}
+
 Planner::Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random)
     : policy_(normalized(std::move(policy))), clock_(clock), random_(random), backoff_(policy_.backoff) {
   rows_.reserve(policy_.max_buffered);
@@ -30,14 +34,15 @@ void Planner::set_policy(PlannerPolicy policy) {
   backoff_ = Backoff(policy_.backoff);
 }
 
-std::size_t Planner::add(const std::vector<RowRef>& claimed) {
+std::size_t Planner::add(std::vector<HeldRow> claimed) {
   const core::SteadyTime now = clock_.now();
   std::size_t added = 0;
-  for (const RowRef& ref : claimed) {
-    if (rows_.contains(ref.id) || settled_.contains(ref.id)) continue;
+  for (HeldRow& held : claimed) {
+    const core::RowId id = held.message.id;
+    if (knows(id)) continue;
     Session* session = nullptr;
-    if (!ref.session.empty()) {
-      auto [it, inserted] = sessions_.try_emplace(ref.session);
+    if (const auto& name = held.message.session_id; name && !name->empty()) {
+      auto [it, inserted] = sessions_.try_emplace(*name);
       if (inserted) {
         it->second.name = &it->first;
       } else if (it->second.parked) {
@@ -45,13 +50,16 @@ std::size_t Planner::add(const std::vector<RowRef>& claimed) {
       }
       session = &it->second;
     }
-    rows_.emplace(ref.id, Row{.session = session, .attempts = ref.attempts, .partition = ref.partition});
+    const int attempts = held.message.attempts;
+    const std::size_t bytes = payload_bytes(held.message);
+    rows_.emplace(id, Row{.held = std::move(held), .bytes = bytes, .session = session, .attempts = attempts});
+    held_bytes_ += bytes;
     ++added;
     if (session != nullptr) {
-      session->queue.push_fresh(ref.id);
+      session->queue.push_fresh(id);
       schedule(*session, now);
     } else {
-      ready_.push({ref.id, nullptr});
+      ready_.push({id, nullptr});
     }
   }
   prune_timers();
@@ -63,17 +71,22 @@ std::size_t Planner::claim_room() const {
   return known >= policy_.max_buffered ? 0 : policy_.max_buffered - known;
 }
 
+std::size_t Planner::byte_room() const {
+  return held_bytes_ >= policy_.in_flight_bytes ? 0 : policy_.in_flight_bytes - held_bytes_;
+}
+
 std::vector<core::RowId> Planner::take_ready() {
   const core::SteadyTime now = clock_.now();
   promote_due(now);
   std::vector<core::RowId> out;
-  while (in_flight_ < policy_.window && !ready_.empty()) {
+  bool room = true;
+  while (room && in_flight_ < policy_.window && !ready_.empty()) {
     const ReadyEntry entry = ready_.top();
     ready_.pop();
     if (entry.session == nullptr) {
-      take_loose(entry.key, now, out);
+      room = take_loose(entry.key, now, out);
     } else {
-      take_from_session(*entry.session, entry.key, now, out);
+      room = take_from_session(*entry.session, entry.key, now, out);
     }
   }
   prune_timers();
@@ -85,6 +98,7 @@ void Planner::on_persisted() {
   pending_.failures.clear();
   failure_at_.clear();
   settled_.clear();
+  retired_.clear();
   const core::SteadyTime now = clock_.now();
   for (Session* session : parked_sessions_) {
     session->parked = false;
@@ -105,15 +119,14 @@ void Planner::drop_partition(int partition) {
   std::vector<Session*> touched;
   for (auto it = rows_.begin(); it != rows_.end();) {
     Row& row = it->second;
-    if (row.partition != partition) {
+    if (row.held.message.partition != partition) {
       ++it;
     } else if (row.in_flight) {
       row.orphaned = true;
       ++it;
     } else {
       if (row.session != nullptr) touched.push_back(row.session);
-      forgotten_.push_back(it->first);
-      it = rows_.erase(it);
+      it = forget(it);
     }
   }
   std::sort(touched.begin(), touched.end());
@@ -155,38 +168,70 @@ void Planner::promote_due(core::SteadyTime now) {
   }
 }
 
-void Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out) {
+// Each take_ returns false when the row's bytes do not fit in flight now:
+// its entry goes back on the heap, and nothing else goes out before it.
+bool Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out) {
   const auto it = rows_.find(id);
   // A stale entry: the row went out already, was forgotten, or is waiting.
   if (it == rows_.end() || it->second.in_flight || it->second.session != nullptr || it->second.retry_at > now) {
-    return;
+    return true;
+  }
+  if (park_if_unsendable(it)) return true;
+  if (!fits(it->second)) {
+    ready_.push({id, nullptr});
+    return false;
   }
   hand_out(id, it->second, out);
+  return true;
 }
 
-void Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
+bool Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
                                 std::vector<core::RowId>& out) {
-  session.in_ready_heap = false;
   if (!session.parked && !session.queue.empty() && session.queue.front() == key &&
       session.in_flight < policy_.per_session_in_flight) {
-    Row& row = rows_.at(key);
+    const auto it = rows_.find(key);
+    Row& row = it->second;
+    if (row.retry_at <= now && !row.held.message.unsendable && !fits(row)) {
+      ready_.push({key, &session});  // still in the heap
+      return false;
+    }
     if (row.retry_at <= now) {
       session.queue.pop_front();
-      ++session.in_flight;
-      row.generation = session.generation;
-      hand_out(key, row, out);
+      if (!park_if_unsendable(it)) {
+        ++session.in_flight;
+        row.generation = session.generation;
+        hand_out(key, row, out);
+      }
     }
   }
+  session.in_ready_heap = false;
   // Queue the session again under its current head (which may differ from
   // the key it was queued under), or arm the head's timer.
   schedule(session, now);
   erase_if_idle(session);
+  return true;
+}
+
+bool Planner::fits(const Row& row) const {
+  return in_flight_ == 0 || in_flight_bytes_ + row.bytes <= policy_.in_flight_bytes;
+}
+
+// A row the claim found unsendable (too large) is parked, with its session,
+// when its turn comes: never published, never retried, and the rows of its
+// session before it went out first.
+bool Planner::park_if_unsendable(RowMap::iterator it) {
+  auto& reason = it->second.held.message.unsendable;
+  if (!reason) return false;
+  ++counters_.unsendable;
+  park(it, it->second.attempts + 1, std::move(*reason));
+  return true;
 }
 
 void Planner::hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out) {
   row.in_flight = true;
   row.timer_armed = false;
   ++in_flight_;
+  in_flight_bytes_ += row.bytes;
   ++counters_.published;
   out.push_back(id);
 }
@@ -225,17 +270,26 @@ void Planner::requeue(RowMap::iterator it, core::SteadyTime retry_at, core::Stea
   }
 }
 
-void Planner::forget(RowMap::iterator it) {
-  forgotten_.push_back(it->first);
-  rows_.erase(it);
+// A row with a write not yet persisted stays findable, without its payload:
+// the caller reads its message id, timeout and partition until the write is
+// persisted, and the claim must not return it meanwhile.
+Planner::RowMap::iterator Planner::forget(RowMap::iterator it) {
+  if (settled_.contains(it->first)) {
+    HeldRow& held = it->second.held;
+    held.message.body = std::string();
+    held.message.headers_json = std::string();
+    retired_.insert_or_assign(it->first, std::move(held));
+  }
+  held_bytes_ -= it->second.bytes;
+  return rows_.erase(it);
 }
 
 bool Planner::knows(core::RowId id) const { return rows_.contains(id) || settled_.contains(id); }
 
-std::vector<core::RowId> Planner::take_forgotten() {
-  std::vector<core::RowId> taken;
-  taken.swap(forgotten_);
-  return taken;
+const HeldRow* Planner::find(core::RowId id) const {
+  if (const auto row = rows_.find(id); row != rows_.end()) return &row->second.held;
+  const auto retired = retired_.find(id);
+  return retired == retired_.end() ? nullptr : &retired->second;
 }
 
 void Planner::erase_if_idle(Session& session) {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <optional>
 #include <queue>
@@ -19,18 +20,26 @@
 
 namespace outboxd::dispatch {
 
-// A claimed row as the planner needs it: no payload.
-struct RowRef {
-  core::RowId id = 0;
-  std::string session;  // empty: no session, no ordering constraint
-  int attempts = 0;     // persisted attempts
-  int partition = 0;
+// A claimed row as the planner holds it, payload included, from the claim
+// until its outcome is persisted. Its session, persisted attempts and
+// partition are the message's.
+struct HeldRow {
+  core::OutboxMessage message;
+  core::SteadyTime due_since{};  // when it became due, on our clock
 };
+
+// The memory a held row's payload takes: body and headers (the other columns are small and bounded).
+std::size_t payload_bytes(const core::OutboxMessage& message);
 
 struct PlannerPolicy {
   std::size_t window = 1000;             // rows in flight at once, all sessions together (at least 1)
   std::size_t per_session_in_flight = 1; // 1: strict order (at least 1)
   std::size_t max_buffered = 10000;      // known rows, in flight included; bounds claim_room()
+  // Payload bytes in flight: a row goes out only while they stay within it,
+  // or when nothing else is in flight (a row larger than the budget goes
+  // out alone). The row book claims only while the bytes held, buffered and
+  // in flight, are below it.
+  std::size_t in_flight_bytes = std::numeric_limits<std::size_t>::max();
   int max_attempts = 10;                 // the attempt that reaches this count parks the row
   BackoffPolicy backoff{std::chrono::seconds(1), std::chrono::minutes(5), 2.0, 0.2};
   core::Duration release_retry = std::chrono::seconds(1);
@@ -76,7 +85,7 @@ class Planner {
     std::uint64_t published = 0;  // rows handed out by take_ready()
     std::uint64_t accepted = 0;
     std::uint64_t rejected = 0;
-    std::uint64_t unsendable = 0;
+    std::uint64_t unsendable = 0;  // outcomes, and rows the claim found unsendable (parked unsent)
     std::uint64_t released = 0;
     std::uint64_t unknown = 0;
     std::uint64_t not_sent = 0;
@@ -96,14 +105,16 @@ class Planner {
   // yet persisted: accepted, failed, parked) and rows of a session whose park
   // is not yet persisted.
   // Accepts more rows than claim_room() if given them. Returns how many were added.
-  std::size_t add(const std::vector<RowRef>& claimed);
+  std::size_t add(std::vector<HeldRow> claimed);
 
   // max_buffered minus known rows (buffered, in flight, accepted not yet persisted); never negative.
   std::size_t claim_room() const;
+  // in_flight_bytes minus the payloads held (buffered and in flight); never negative.
+  std::size_t byte_room() const;
 
   // Rows to publish now, in id order per session; they become in flight.
-  // Respects the window and the per-session limit, skips rows waiting for a
-  // retry time. O(k log n) for k rows handed out.
+  // Respects the window, the in-flight bytes and the per-session limit,
+  // skips rows waiting for a retry time. O(k log n) for k rows handed out.
   std::vector<core::RowId> take_ready();
 
   // Ignores ids not in flight (stale), counting them in Counters::stale.
@@ -122,15 +133,20 @@ class Planner {
   void drop_partition(int partition);
 
   // True for rows buffered, in flight, or settled but not yet persisted:
-  // the rows whose payload the owner must keep or need not fetch again.
+  // the rows the claim need not return again.
   bool knows(core::RowId id) const;
-  // Rows the planner dropped from memory since the last call (accepted,
-  // parked, dropped with their session or partition): their payloads can go.
-  // The list grows until taken: call it after on_persisted() and drop_partition().
-  std::vector<core::RowId> take_forgotten();
+  // The row as held: buffered or in flight, with its payload; or settled
+  // (accepted, parked, dropped with a failure to write) and not yet
+  // persisted, without body and headers. Null for a row not known.
+  const HeldRow* find(core::RowId id) const;
+  // Calls f(const HeldRow&) for every row find() finds, in no order.
+  template <class F>
+  void for_each_known(F f) const;
 
   std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
   std::size_t in_flight() const { return in_flight_; }
+  std::size_t in_flight_bytes() const { return in_flight_bytes_; }
+  std::size_t held_bytes() const { return held_bytes_; }  // payloads of the rows buffered and in flight
   std::size_t buffered() const { return rows_.size() - in_flight_; }  // waiting to be published
   Counters counters() const { return counters_; }
 
@@ -138,10 +154,11 @@ class Planner {
   struct Session;
 
   struct Row {
+    HeldRow held;
+    std::size_t bytes = 0;        // payload_bytes(held.message)
     Session* session = nullptr;   // null: no session
     core::SteadyTime retry_at{};  // not published before this time
     int attempts = 0;             // persisted attempts, plus failures recorded since
-    int partition = 0;
     int releases = 0;             // consecutive released/unknown outcomes
     std::uint32_t generation = 0; // session generation when handed out
     bool in_flight = false;
@@ -175,8 +192,10 @@ class Planner {
   using RowMap = std::unordered_map<core::RowId, Row>;
 
   void promote_due(core::SteadyTime now);
-  void take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
-  void take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool fits(const Row& row) const;
+  bool park_if_unsendable(RowMap::iterator it);
   void hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out);
   void schedule(Session& session, core::SteadyTime now);
   void arm(core::RowId id, Row& row);
@@ -189,7 +208,7 @@ class Planner {
   void drop_failure(core::RowId id);
   void park(RowMap::iterator it, int attempts, std::string error);
   void erase_if_idle(Session& session);
-  void forget(RowMap::iterator it);
+  RowMap::iterator forget(RowMap::iterator it);
   bool publishable_head(const Session& session, core::RowId id) const;
   bool orphaned(const Row& row) const;
   void prune_timers();
@@ -199,7 +218,8 @@ class Planner {
   core::RandomSource& random_;
   Backoff backoff_;
 
-  RowMap rows_;                                         // buffered and in flight
+  RowMap rows_;                                         // buffered and in flight: the one owner of payloads
+  std::unordered_map<core::RowId, HeldRow> retired_;    // forgotten with a write not yet persisted: no payload
   std::unordered_map<std::string, Session> sessions_;   // sessions with rows, in flight or parked
   std::unordered_set<core::RowId> settled_;             // ids with a write not yet persisted
   std::unordered_map<core::RowId, std::size_t> failure_at_;  // index in pending_.failures
@@ -207,9 +227,16 @@ class Planner {
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
+  std::size_t in_flight_bytes_ = 0;
+  std::size_t held_bytes_ = 0;
   PendingWrites pending_;
-  std::vector<core::RowId> forgotten_;  // erased from rows_ since take_forgotten()
   Counters counters_;
 };
+
+template <class F>
+void Planner::for_each_known(F f) const {
+  for (const auto& [id, row] : rows_) f(row.held);
+  for (const auto& [id, held] : retired_) f(held);
+}
 
 }  // namespace outboxd::dispatch

@@ -32,6 +32,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
   Session* session = row.session;
   row.in_flight = false;
   --in_flight_;
+  in_flight_bytes_ -= row.bytes;
   if (session != nullptr) --session->in_flight;
 
   settle(it, outcome, reason, now);
@@ -133,8 +134,7 @@ void Planner::park(RowMap::iterator it, int attempts, std::string error) {
     parked_sessions_.push_back(session);
   }
   session->queue.remove_if([this](core::RowId queued) {
-    forgotten_.push_back(queued);
-    rows_.erase(queued);
+    if (const auto row = rows_.find(queued); row != rows_.end()) forget(row);
     return true;
   });
 }

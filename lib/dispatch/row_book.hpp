@@ -3,9 +3,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/claimed_sets.hpp"
@@ -18,9 +18,9 @@ namespace outboxd::dispatch {
 
 // Pure and single-threaded, like the planner it owns: the run loop hands it
 // what the database returned and what the broker said, and asks it what to
-// claim, publish and persist. It is the one owner of a row's payload, from
-// the claim until the row is forgotten (its outcome persisted, its partition
-// or session dropped); the planner beside it knows the row by id.
+// claim, publish and persist. The planner it owns holds each row, payload
+// included, from the claim until the row is forgotten (its outcome
+// persisted, its partition or session dropped); the book looks rows up there.
 //
 // Whether a claim may find rows: after a claim came back short, not until
 // something says so (a NOTIFY, the poll, a due timer, a late commit, a
@@ -36,15 +36,21 @@ class RowBook {
     std::size_t limit = 0;
     core::RowId after_id = 0;          // the pass's cursor
     std::vector<core::RowId> known;    // rows the claim could return again: leave them out
+    std::size_t statement_bytes = 0;   // the byte budget of each statement
   };
   bool claim_may_find_rows() const { return claim_may_find_rows_; }
   void expect_rows() { claim_may_find_rows_ = true; }
   // From the lowest id again, and claim: new partitions (their rows may lie
   // below the cursor) or a new connection.
   void restart_pass();
-  // Room for at least half a batch: a smaller claim is not worth its round trip.
-  bool room_for_claim(std::size_t batch_size) const { return planner_.claim_room() > batch_size / 2; }
-  ClaimRequest claim_request(std::size_t batch_size) const;
+  // Room for at least half a batch, a smaller claim not being worth its
+  // round trip, and the payloads held below the in-flight bytes.
+  bool room_for_claim(std::size_t batch_size) const;
+  // At most `claim_bytes` of payload, and no more than the in-flight bytes
+  // leave room for; each of the claim's two statements reads half of that,
+  // and at least one row.
+  ClaimRequest claim_request(std::size_t batch_size,
+                             std::size_t claim_bytes = std::numeric_limits<std::size_t>::max()) const;
 
   struct Claimed {
     std::size_t rows = 0;    // rows returned (merged, held-back ones left out), before the pass's rules
@@ -79,22 +85,15 @@ class RowBook {
   std::vector<int> drained(const std::vector<int>& draining) const;
 
   std::size_t in_flight() const { return planner_.in_flight(); }
+  std::size_t held_bytes() const { return planner_.held_bytes(); }
   std::size_t buffered() const { return planner_.buffered(); }
   std::optional<core::SteadyTime> next_retry() const { return planner_.next_retry(); }
   Planner::Counters counters() const { return planner_.counters(); }
 
  private:
-  struct HeldRow {
-    core::OutboxMessage message;
-    core::SteadyTime due_since;
-  };
-
-  void forget_dropped();
-
-  Planner planner_;
+  Planner planner_;  // the rows held, payloads included
   ClaimPass pass_;
   bool claim_may_find_rows_ = true;
-  std::unordered_map<core::RowId, HeldRow> rows_;  // every row the planner knows
 };
 
 }  // namespace outboxd::dispatch

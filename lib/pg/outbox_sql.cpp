@@ -41,7 +41,8 @@ constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
     "(extract(epoch FROM m.due_at) * 1000000)::bigint",
     "m.due_at > m.created_at",
     "m.attempts", "m.partition",
-    "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint"};
+    "(extract(epoch FROM now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint",
+    "m.payload_bytes", "destination_allowed"};
 // std::array fills missing entries with empty views: an empty one means a
 // Column has no expression, i.e. the enum and this list disagree.
 constexpr bool every_column_named() {
@@ -53,11 +54,51 @@ constexpr bool every_column_named() {
 static_assert(every_column_named(), "outbox_sql::Column and kClaimColumns must list the same columns");
 static_assert(kHeldBack == kColumnCount - 1, "held_back is the claim's last column");
 
+// The payload of a row: what reading it costs in memory. octet_length of a
+// stored bytea reads its size, not its value.
+constexpr std::string_view kPayload = "octet_length(m.body)::bigint + octet_length(m.headers::text)";
+
+// True for a row read without body and headers: over the limit (parameter
+// `max`), or the payload of the rows before it within the limit reached the
+// budget (parameter `budget`). Window w orders the rows as the statement does.
+std::string withheld(const char* max, const char* budget) {
+  const std::string limit = std::string(max) + "::bigint";
+  return "(m.payload_bytes > " + limit + " OR coalesce(sum(m.payload_bytes) FILTER (WHERE m.payload_bytes <= " +
+         limit + ") OVER w, 0) >= " + budget + "::bigint)";
+}
+
+// False for a plain name outside settings.allowed_destinations (016): the
+// list is read once per statement (an InitPlan); while it is NULL, as by
+// default, no function is called per row (address_or_reserved() is inlined).
+std::string destination_allowed(const std::string& s) {
+  const std::string list = "(SELECT st.allowed_destinations FROM " + s + ".settings st)";
+  return "(" + s + ".address_or_reserved(m.destination) OR " + list + " IS NULL OR " + s +
+         ".plain_name_allowed(m.destination, " + list + "))";
+}
+
 // `held_back_column` is held_back(), or false where the claim filters on it.
-std::string columns(const std::string& held_back_column) {
+std::string columns(const std::string& s, const std::string& held_back_column, const std::string& withheld_rows) {
   std::string out;
-  for (const std::string_view column : kClaimColumns) out.append(column).append(", ");
+  for (std::size_t i = 0; i < kClaimColumns.size(); ++i) {
+    if (i == kDestinationAllowed) {
+      out.append(destination_allowed(s)).append(", ");
+    } else if (i == kBody || i == kHeaders) {
+      out.append("CASE WHEN ").append(withheld_rows).append(" THEN NULL ELSE ");
+      out.append(kClaimColumns[i]).append(" END, ");
+    } else {
+      out.append(kClaimColumns[i]).append(", ");
+    }
+  }
   return out + held_back_column;
+}
+
+// The rows of `inner` (a SELECT of "m.*" and more, ending in its ORDER BY
+// `order`, LIMIT and locks) with their payload, read as `m`, in the same order.
+std::string bounded_claim(const std::string& columns_list, const std::string& t, const std::string& where,
+                          const std::string& order, const std::string& tail) {
+  return "SELECT " + columns_list + " FROM (SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " +
+         t + " m WHERE " + where + " ORDER BY " + order + tail + ") m "
+         "WINDOW w AS (ORDER BY " + order + " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) ORDER BY " + order;
 }
 
 // Strict per-session order: a parked or backing-off row holds back every
@@ -98,20 +139,23 @@ std::string fence(const std::string& leases, const char* column, const char* own
 
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
-std::string claim_immediate(const std::string& t) {
-  return "SELECT " + columns(held_back(t)) + " FROM " + t + " m "
-         "WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) + not_known("$4") +
-         " ORDER BY m.id LIMIT $2";
+// $5 is the largest payload, $6 the budget.
+std::string claim_immediate(const std::string& s, const std::string& t) {
+  return bounded_claim(columns(s, held_back(t), withheld("$5", "$6")), t,
+                       "m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(t) +
+                           not_known("$4"),
+                       "m.id", " LIMIT $2");
 }
 
 // messages_scheduled_idx: pending AND due_at > created_at, walked in (due_at, id)
 // order from the oldest due time, so a backlog of overdue timeouts costs one
 // short index range per claim. SKIP LOCKED for this statement only: cancel()
-// either wins completely or returns false.
-std::string claim_scheduled(const std::string& t) {
-  return "SELECT " + columns("false") + " FROM " + t + " m "
-         "WHERE m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
-         not_known("$3") + " AND NOT " + held_back(t) + " ORDER BY m.due_at, m.id LIMIT $2 FOR UPDATE OF m SKIP LOCKED";
+// either wins completely or returns false. $4 is the largest payload, $5 the budget.
+std::string claim_scheduled(const std::string& s, const std::string& t) {
+  return bounded_claim(columns(s, "false", withheld("$4", "$5")), t,
+                       "m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(t) +
+                           not_known("$3") + " AND NOT " + held_back(t),
+                       "m.due_at, m.id", " LIMIT $2 FOR UPDATE OF m SKIP LOCKED");
 }
 
 std::string mark_dispatched(const std::string& t, const std::string& leases) {

@@ -52,7 +52,7 @@ core::OutboxMessage message_of(const Rows& rows, int r) {
   m.subject = rows.optional_text(r, sql::kSubject);
   m.content_type = rows.optional_text(r, sql::kContentType);
   m.traceparent = rows.optional_text(r, sql::kTraceparent);
-  m.headers_json = std::string(rows.text(r, sql::kHeaders));
+  if (!rows.is_null(r, sql::kHeaders)) m.headers_json = std::string(rows.text(r, sql::kHeaders));
   m.body = std::string(rows.text(r, sql::kBody));
   if (auto ttl = rows.optional_int64(r, sql::kTtlMs)) m.ttl = std::chrono::milliseconds(*ttl);
   m.created_at = from_epoch_us(rows.int64(r, sql::kCreatedUs));
@@ -65,19 +65,42 @@ core::OutboxMessage message_of(const Rows& rows, int r) {
   return m;
 }
 
-// A statement's claimed rows: the rows, less those held back behind a due
-// timeout of their session, which go to `held_back` (id and session).
-core::ClaimedSet decode(const Rows& rows) {
+std::string too_large(std::int64_t payload, std::int64_t max_message) {
+  return "message too large: its body and headers take " + std::to_string(payload) + " bytes, over the limit of " +
+         std::to_string(max_message) + " bytes (dispatch.max_message_bytes, less " +
+         std::to_string(kPropertiesMargin) + " for properties and framing); not sent";
+}
+
+// Written before the DBA's list of plain names refused it (016): no queue is created for it.
+std::string not_allowed(const core::OutboxMessage& row) {
+  return "destination \"" + row.destination + "\" is not in settings.allowed_destinations; not sent";
+}
+
+// A statement's claimed rows, in its order: the rows, less those held back
+// behind a due timeout of their session, which go to `held_back` (id and
+// session). A row over the limit comes without body and headers: it is
+// returned unsendable. The first row past the byte budget ends the set:
+// it and the rows after it are left for the next claim.
+core::ClaimedSet decode(const Rows& rows, std::int64_t max_message) {
   core::ClaimedSet set;
-  set.read = static_cast<std::size_t>(rows.size());
-  if (rows.size() > 0) set.last_id = rows.int64(rows.size() - 1, sql::kId);
-  set.rows.reserve(set.read);
+  const std::int64_t max_payload = max_message - kPropertiesMargin;
+  set.rows.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
+    const std::int64_t payload = rows.int64(r, sql::kPayloadBytes);
+    const bool withheld = rows.is_null(r, sql::kBody);
+    if (withheld && payload <= max_payload) {
+      set.budget_used = true;
+      break;
+    }
+    ++set.read;
+    set.last_id = rows.int64(r, sql::kId);
     if (rows.boolean(r, sql::kHeldBack)) {
-      set.held_back.push_back({rows.int64(r, sql::kId), std::string(rows.text(r, sql::kSessionId))});
+      set.held_back.push_back({set.last_id, std::string(rows.text(r, sql::kSessionId))});
       continue;
     }
     set.rows.push_back(message_of(rows, r));
+    if (withheld) set.rows.back().unsendable = too_large(payload, max_message);
+    if (!rows.boolean(r, sql::kDestinationAllowed)) set.rows.back().unsendable = not_allowed(set.rows.back());
   }
   return set;
 }
@@ -96,8 +119,8 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       prefix_("outboxd." + schema_ + ".") {
   const std::string leases = quote_ident(schema_) + ".leases";
   statements_ = {
-      {prefix_ + "claim_immediate", sql::claim_immediate(table_)},
-      {prefix_ + "claim_scheduled", sql::claim_scheduled(table_)},
+      {prefix_ + "claim_immediate", sql::claim_immediate(quote_ident(schema_), table_)},
+      {prefix_ + "claim_scheduled", sql::claim_scheduled(quote_ident(schema_), table_)},
       {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
       {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
       {prefix_ + "record_failures", sql::record_failures(table_, leases)},
@@ -125,22 +148,26 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params,
 }
 
 core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& partitions, int limit,
-                                                   core::RowId after_id, std::span<const core::RowId> known) {
+                                                   core::RowId after_id, std::span<const core::RowId> known,
+                                                   const core::ClaimBytes& bytes) {
   if (partitions.empty() || limit <= 0) return core::ClaimedSets{};
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
   const std::string known_ids = int_array_literal(known);
+  const std::string max_payload = std::to_string(bytes.max_message - kPropertiesMargin);
+  const std::string budget = std::to_string(std::max<std::int64_t>(bytes.budget, 1));
   // Binary format for the rows: bodies arrive as their bytes, not as hex text
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
   auto results = connection_.exec_prepared_pipeline(
-      {{prefix_ + "claim_immediate", {set, count, std::to_string(after_id), known_ids}, ResultFormat::binary},
-       {prefix_ + "claim_scheduled", {set, count, known_ids}, ResultFormat::binary},
+      {{prefix_ + "claim_immediate", {set, count, std::to_string(after_id), known_ids, max_payload, budget},
+        ResultFormat::binary},
+       {prefix_ + "claim_scheduled", {set, count, known_ids, max_payload, budget}, ResultFormat::binary},
        {prefix_ + "time_to_next_due", {set}}});
   if (!results) return in_context("claiming rows", results.error());
   core::ClaimedSets sets;
-  sets.immediate = decode(results.value()[0]);
-  sets.scheduled = decode(results.value()[1]);
+  sets.immediate = decode(results.value()[0], bytes.max_message);
+  sets.scheduled = decode(results.value()[1], bytes.max_message);
   sets.next_due = wait_of(results.value()[2]);
   return sets;
 }

@@ -21,6 +21,11 @@ namespace outboxd::pg {
 // A failed delivery to write back: back off until retry_in from now (database
 // clock), or park it. `attempts` is the row's new total, not an increment,
 // so writing the same record twice changes nothing.
+// What a row's message takes beyond its body and headers: the properties
+// (the table's length checks allow 1,664 characters, at most 6,656 bytes)
+// and the AMQP sections and framing around them.
+constexpr std::int64_t kPropertiesMargin = 8 << 10;
+
 struct FailureRecord {
   core::RowId id = 0;
   int attempts = 0;
@@ -104,8 +109,13 @@ class OutboxStore {
   // The two batches come back as read, with time_to_next_due() as of the
   // claim (three statements in one pipeline: one round trip, one
   // transaction); dispatch::merge_claim() makes them one batch.
+  //
+  // `bytes` bounds what each statement reads into memory (outbox_sql.hpp):
+  // a row whose body and headers exceed max_message less kPropertiesMargin
+  // comes back unsendable, without them; once the rows read reach the
+  // budget, the rest are left for the next claim (ClaimedSet::budget_used).
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
-                                        std::span<const core::RowId> known = {});
+                                        std::span<const core::RowId> known = {}, const core::ClaimBytes& bytes = {});
 
   // The broker accepted these rows. One statement: UPDATE to dispatched
   // (retention keep) or DELETE (delete_rows). Only pending rows change.

@@ -52,6 +52,14 @@ bool matches(std::string_view sqlstate, std::string_view prefix) {
   return sqlstate.size() == 5 && sqlstate.substr(0, prefix.size()) == prefix;
 }
 
+// libpq could not allocate memory ("out of memory", "out of memory for
+// query result"): a result too large for this process, not a bug. The
+// session's state is uncertain afterwards, so it is dropped like a lost one:
+// reconnect after a backoff and claim again.
+bool out_of_memory(std::string_view sqlstate, std::string_view message) {
+  return sqlstate.empty() && message.find("out of memory") != std::string_view::npos;
+}
+
 }  // namespace
 
 core::ErrorKind classify(std::string_view sqlstate) {
@@ -71,7 +79,7 @@ Failure make_failure(std::string_view sqlstate, std::string message, bool connec
                      bool commit_in_flight) {
   Failure failure;
   failure.sqlstate = std::string(sqlstate);
-  failure.connection_lost = connection_lost || ends_session(sqlstate);
+  failure.connection_lost = connection_lost || ends_session(sqlstate) || out_of_memory(sqlstate, message);
   if (failure.connection_lost) {
     failure.kind = ErrorKind::transient;
   } else if (sqlstate.empty()) {

@@ -34,6 +34,8 @@ struct Failure {
 // Builds the failure for a statement that failed with `sqlstate` (maybe
 // empty). `connection_lost` comes from PQstatus after the call,
 // `commit_in_flight` from whether the statement could commit by itself.
+// Without a SQLSTATE, libpq failing to allocate memory counts as a lost
+// connection (transient: drop it, reconnect); any other refusal is fatal.
 Failure make_failure(std::string_view sqlstate, std::string message, bool connection_lost,
                      bool commit_in_flight);
 

@@ -1,17 +1,9 @@
 """Consumers that keep outboxd's per-session order on the broker side: RabbitMQ's single-active-consumer queue."""
 
 import os
-import subprocess
 import time
 
-from harness import Broker, Daemon, enqueue, require_env, run_cli, unique, wait_until, write_config
-
-
-def rabbitmqctl(*args):
-    """rabbitmqctl against the node of scripts/services.sh (its env names the script and the scratch dir)."""
-    script = require_env("OUTBOXD_SERVICES_SH")
-    return subprocess.run([script, "rabbitmqctl", *args], capture_output=True, text=True, check=True, timeout=120,
-                          env=dict(os.environ, OUTBOXD_SCRATCH=require_env("OUTBOXD_SCRATCH"))).stdout
+from harness import Broker, Daemon, enqueue, rabbitmqctl, run_cli, unique, wait_until, write_config
 
 
 def declare_single_active_consumer_queue(workdir, name):

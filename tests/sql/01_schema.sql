@@ -75,8 +75,9 @@ SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'me
   'attempts', 'last_error', 'created_at', 'updated_at']);
 SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], 'compensation message ids are unique');
 
-SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition', 'messages_wakeup_requeue',
-                                                'messages_wakeup_reschedule', 'messages_parked_event']);
+SELECT triggers_are('outbox', 'messages', ARRAY['messages_check_destination', 'messages_set_partition',
+                                                'messages_wakeup_requeue', 'messages_wakeup_reschedule',
+                                                'messages_parked_event']);
 
 SELECT is((SELECT partition_count FROM outbox.settings), 64, 'default partition count is 64');
 SELECT results_eq('SELECT partition, owner, epoch FROM outbox.leases ORDER BY partition',
@@ -121,6 +122,7 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,bytea,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
+           ('outbox.messages_check_destination()'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
            ('outbox.purge_row_events(interval,integer)'),
@@ -131,7 +133,7 @@ SELECT results_eq($$
            ('outbox.skip_parked(text[],text,boolean,text)'),
            ('outbox.workflow_states(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states(), and the triggers that look for an idle instance or record a parked row');
+  'workflow_states(), and the triggers that look for an idle instance, record a parked row or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
@@ -143,9 +145,9 @@ SELECT set_eq($$
      AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
      -- internal helpers of the row rules and of cancel() and reschedule()
      AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'destination_problem',
-                           'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
+                           'plain_name_allowed', 'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
-           ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'),
+           ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'), ('outbox.destination_allowed', 'boolean'),
            ('outbox.record_received', 'boolean'), ('outbox.purge_received', 'integer'), ('workflow.emit', 'bigint'),
            ('workflow.start', 'boolean'), ('workflow.save', 'bigint'), ('workflow.record_processed', 'boolean'),
            ('workflow.purge_processed', 'integer'), ('workflow.set_timeout', 'bigint'),

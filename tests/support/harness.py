@@ -35,6 +35,13 @@ def require_env(name):
     return value
 
 
+def rabbitmqctl(*args):
+    """rabbitmqctl against the node of scripts/services.sh (its env names the script and the scratch dir)."""
+    script = require_env("OUTBOXD_SERVICES_SH")
+    return subprocess.run([script, "rabbitmqctl", *args], capture_output=True, text=True, check=True, timeout=120,
+                          env=dict(os.environ, OUTBOXD_SCRATCH=require_env("OUTBOXD_SCRATCH"))).stdout
+
+
 def unique(prefix):
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
@@ -269,10 +276,13 @@ class Daemon:
         self.config_path = config_path
         self.log_path = os.path.join(os.path.dirname(config_path), f"{name}.log")
         self.process = None
+        # For a sanitized build; a test of memory use adds quarantine_size_mb=0,
+        # so that freed memory leaves the process as it would without the sanitizer.
+        self.asan_options = "detect_leaks=1:abort_on_error=0"
 
     def start(self):
         log = open(self.log_path, "a")
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0")
+        env = dict(os.environ, ASAN_OPTIONS=self.asan_options)
         self.process = subprocess.Popen([OUTBOXD, "run", "-c", self.config_path], stdout=log, stderr=log, env=env)
         _started.append(self.process)
         log.close()

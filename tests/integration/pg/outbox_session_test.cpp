@@ -91,15 +91,16 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   must(daemon, "SET plan_cache_mode = " + mode);
   INFO("plan_cache_mode " << mode);
   const std::string known = "'{3,4,5}'";
+  const std::string bytes = ", 134209536, 16777216";  // largest payload, byte budget
   const std::string immediate =
-      plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + ")");
+      plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + bytes + ")");
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_due_session_idx"));
   CHECK_THAT(immediate, Catch::Contains("NOT (hashed SubPlan"));  // one hash of the known rows, not a scan per row
   const std::string scheduled =
-      plan(daemon, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + ")");
+      plan(daemon, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + bytes + ")");
   INFO(scheduled);
   CHECK_THAT(scheduled, Catch::Contains("messages_scheduled_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_blocked_idx"));

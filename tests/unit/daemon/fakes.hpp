@@ -81,10 +81,12 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   // RowStore: immediate rows only, in id order; a session waits behind an
   // earlier row of its own that is parked or backing off.
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
-                                        std::span<const core::RowId> known) override {
+                                        std::span<const core::RowId> known, const core::ClaimBytes& bytes) override {
     ++claims;
+    last_claim_bytes = bytes;
     if (auto error = take(fail_claim)) return *error;
     core::ClaimedSets sets;
+    std::int64_t read_bytes = 0;
     std::set<std::string> blocked;
     const auto now = clock_.now();
     for (const auto& [id, row] : table) {
@@ -96,8 +98,21 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
       if (std::find(known.begin(), known.end(), id) != known.end()) continue;
       if (session && blocked.contains(*session)) continue;
       if (sets.immediate.read == static_cast<std::size_t>(limit)) break;
+      // Like the real claim, without its margin for properties: payload is body and headers.
+      const auto payload = static_cast<std::int64_t>(row.message.body.size() + row.message.headers_json.size());
+      const bool too_large = payload > bytes.max_message;
+      if (!too_large && read_bytes >= bytes.budget) {
+        sets.immediate.budget_used = true;
+        break;
+      }
       core::OutboxMessage message = row.message;
       message.attempts = attempts_of(id);
+      if (too_large) {
+        message.body.clear();
+        message.unsendable = "too large: " + std::to_string(payload) + " bytes";
+      } else {
+        read_bytes += payload;
+      }
       sets.immediate.rows.push_back(std::move(message));
       ++sets.immediate.read;
       sets.immediate.last_id = id;
@@ -183,6 +198,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   bool released_all = false;
   bool deregistered = false;
   int claims = 0;
+  core::ClaimBytes last_claim_bytes;
   int losses = 0;
   std::optional<core::Error> connect_error;
   // One-shot failures of the next statement of that kind.

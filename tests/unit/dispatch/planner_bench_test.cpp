@@ -19,7 +19,7 @@ using outboxd::core::DeliveryOutcome;
 using outboxd::core::RowId;
 using outboxd::dispatch::Planner;
 using outboxd::dispatch::PlannerPolicy;
-using outboxd::dispatch::RowRef;
+using outboxd::dispatch::test::RowRef;
 using outboxd::dispatch::test::numbered;
 
 constexpr RowId kRows = 1'000'000;
@@ -50,14 +50,13 @@ void run(const char* label, std::size_t sessions) {
     for (std::size_t i = 0; i < room && next <= kRows; ++i, ++next) {
       batch.push_back({next, names.empty() ? std::string() : names[static_cast<std::size_t>(next) % names.size()], 0, 0});
     }
-    planner.add(batch);
+    planner.add(outboxd::dispatch::test::held(batch));
     std::size_t n = 0;
     for (const RowId id : planner.take_ready()) {
       const bool release = iterations % 10 == 0 && ++n % 50 == 0;
       planner.on_outcome(id, release ? DeliveryOutcome::released : DeliveryOutcome::accepted, "");
     }
     planner.on_persisted();
-    planner.take_forgotten();
     ++iterations;
   }
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;

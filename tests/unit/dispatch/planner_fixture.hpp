@@ -37,14 +37,37 @@ inline std::string numbered(const char* prefix, long long n) {
   return text;
 }
 
+// What the planner tests say about a row: its id, session ("" for none), persisted attempts and partition.
+struct RowRef {
+  core::RowId id = 0;
+  std::string session;
+  int attempts = 0;
+  int partition = 0;
+};
+
 inline RowRef row(core::RowId id, std::string session = "", int attempts = 0, int partition = 0) {
   return {id, std::move(session), attempts, partition};
+}
+
+// The rows as the planner holds them, without payload.
+inline std::vector<HeldRow> held(const std::vector<RowRef>& rows) {
+  std::vector<HeldRow> out;
+  out.reserve(rows.size());
+  for (const RowRef& ref : rows) {
+    HeldRow h;
+    h.message.id = ref.id;
+    if (!ref.session.empty()) h.message.session_id = ref.session;
+    h.message.attempts = ref.attempts;
+    h.message.partition = ref.partition;
+    out.push_back(std::move(h));
+  }
+  return out;
 }
 
 struct PlannerFixture {
   explicit PlannerFixture(PlannerPolicy with = test_policy()) : policy(with), planner(with, clock, random) {}
 
-  std::size_t add(std::initializer_list<RowRef> rows) { return planner.add(std::vector<RowRef>(rows)); }
+  std::size_t add(std::initializer_list<RowRef> rows) { return planner.add(held(std::vector<RowRef>(rows))); }
   Ids take() { return planner.take_ready(); }
   void accept(core::RowId id) { planner.on_outcome(id, core::DeliveryOutcome::accepted, ""); }
   void reject(core::RowId id, std::string_view reason = "rejected by test") {

@@ -56,10 +56,10 @@ TEST_CASE("A busy session cannot starve the others", "[dispatch][planner]") {
   policy.window = 4;
   policy.per_session_in_flight = 3;
   PlannerFixture f(policy);
-  std::vector<outboxd::dispatch::RowRef> rows;
+  std::vector<outboxd::dispatch::test::RowRef> rows;
   for (int id = 1; id <= 100; ++id) rows.push_back(row(id, "busy"));
   rows.push_back(row(200, "quiet"));
-  REQUIRE(f.planner.add(rows) == 101);
+  REQUIRE(f.planner.add(held(rows)) == 101);
   CHECK(f.take() == Ids{1, 2, 3, 200});
   f.accept(200);
   CHECK(f.take().empty());  // busy is at its limit of 3
@@ -71,9 +71,9 @@ TEST_CASE("The window bounds the rows in flight across all sessions", "[dispatch
   auto policy = test_policy();
   policy.window = 5;
   PlannerFixture f(policy);
-  std::vector<outboxd::dispatch::RowRef> rows;
+  std::vector<outboxd::dispatch::test::RowRef> rows;
   for (int id = 1; id <= 20; ++id) rows.push_back(row(id, numbered("s", id)));
-  f.planner.add(rows);
+  f.planner.add(held(rows));
   CHECK(f.take() == Ids{1, 2, 3, 4, 5});
   CHECK(f.take().empty());
   CHECK(f.planner.in_flight() == 5);
@@ -207,9 +207,9 @@ TEST_CASE("claim_room counts buffered, in-flight and accepted-not-persisted rows
   CHECK(f.planner.claim_room() == 8);
 
   SECTION("never negative, and add takes what it is given") {
-    std::vector<outboxd::dispatch::RowRef> rows;
+    std::vector<outboxd::dispatch::test::RowRef> rows;
     for (int id = 100; id < 120; ++id) rows.push_back(row(id));
-    CHECK(f.planner.add(rows) == 20);
+    CHECK(f.planner.add(held(rows)) == 20);
     CHECK(f.planner.claim_room() == 0);
   }
 }

@@ -23,7 +23,7 @@ using outboxd::core::RowId;
 using outboxd::core::SteadyTime;
 using outboxd::dispatch::Planner;
 using outboxd::dispatch::PlannerPolicy;
-using outboxd::dispatch::RowRef;
+using outboxd::dispatch::test::RowRef;
 using outboxd::dispatch::test::numbered;
 
 struct Scenario {
@@ -159,7 +159,7 @@ class Simulation {
       }
       ++expected;
     }
-    REQUIRE(planner_.add(rows) == expected);
+    REQUIRE(planner_.add(outboxd::dispatch::test::held(rows)) == expected);
   }
 
   std::optional<RowId> head(const ModelSession& s) const {

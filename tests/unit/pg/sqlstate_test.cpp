@@ -92,7 +92,17 @@ TEST_CASE("a lost connection during a commit leaves the outcome unknown", "[pg]"
   SECTION("the server itself says the completion is unknown") {
     CHECK(make_failure("40003", "statement completion unknown", false, true).outcome_unknown);
   }
-  SECTION("libpq refusing a call on a live session is a bug, not the weather") {
+  SECTION("libpq out of memory: the session is dropped and made again, not the run ended") {
+    for (const char* message : {"claiming rows: out of memory for query result", "out of memory"}) {
+      const Failure f = make_failure("", message, false, false);
+      CHECK(f.kind == ErrorKind::transient);
+      CHECK(f.connection_lost);
+      CHECK_FALSE(f.outcome_unknown);
+    }
+    CHECK(make_failure("", "out of memory", false, true).outcome_unknown);  // a mark may have committed
+    CHECK(make_failure("53200", "out of memory", false, false).kind == ErrorKind::transient);  // the server's
+  }
+    SECTION("libpq refusing a call on a live session is a bug, not the weather") {
     CHECK(make_failure("", "number of parameters must be between 0 and 65535", false, false).kind ==
           ErrorKind::fatal);
   }
