@@ -1,4 +1,4 @@
-"""docs/examples/cloudevents_consumer.py against the daemon with broker.cloudevents on: the SDK rebuilds each event."""
+"""docs/examples/cloudevents/consumer.py against the daemon with broker.cloudevents on: the SDK rebuilds each event."""
 
 import datetime
 import json
@@ -12,8 +12,8 @@ from harness import Broker, Daemon, enqueue, unique, write_config  # noqa: E402
 from harness import database, workdir  # noqa: E402,F401  (fixtures)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-EXAMPLE = os.path.join(ROOT, "docs", "examples", "cloudevents_consumer.py")
-REQUIREMENTS = os.path.join(ROOT, "docs", "examples", "requirements-cloudevents.txt")
+EXAMPLE = os.path.join(ROOT, "docs", "examples", "cloudevents", "consumer.py")
+REQUIREMENTS = os.path.join(ROOT, "docs", "examples", "cloudevents", "requirements.txt")
 PAGE = os.path.join(ROOT, "docs", "cloudevents.md")
 SOURCE = "/shop/orders"
 

@@ -196,7 +196,7 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
         assert daemon.stop() == 0, daemon.log()
         peer.stop()
     documented = documented_series()
-    assert len(documented) == 13, documented
+    assert len(documented) == 19, documented
     for name, kind in documented.items():
         assert types.get(name) == kind, f"{name}: documented as {kind}, served as {types.get(name)}"
     outcomes = {o: samples[f'outboxd_outcomes_total{{outcome="{o}"}}']
@@ -305,11 +305,13 @@ def test_sigint_stops_the_daemon_as_sigterm_does(workdir, database):
     assert database.query("SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL") == [(0,)]
 
 
-def test_retention_keep_purges_dispatched_and_cancelled_rows_after_keep_for_s(workdir, database):
-    # config/outboxd.yaml retention: keep holds a row as 'dispatched' and purges it, and cancelled rows,
-    # after keep_for_s, looking every purge_interval_ms.
+def test_retention_keep_purges_dispatched_rows_after_keep_for_s_and_cancelled_after_failed_keep_for_s(
+        workdir, database):
+    # config/outboxd.yaml retention: keep holds a row as 'dispatched' and purges it after keep_for_s;
+    # a cancelled row stays for failed_keep_for_s (at least an hour), looking every purge_interval_ms.
     peer = Peer(workdir)
-    daemon = start(workdir, database, peer, retention={"mode": "keep", "keep_for_s": 1, "purge_interval_ms": 100})
+    daemon = start(workdir, database, peer, retention={"mode": "keep", "keep_for_s": 1, "failed_keep_for_s": 3600,
+                                                       "purge_interval_ms": 100})
     try:
         with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "sent", b"x")
@@ -318,8 +320,14 @@ def test_retention_keep_purges_dispatched_and_cancelled_rows_after_keep_for_s(wo
             cur.execute("SELECT outbox.cancel('called-off')")
         wait_until(lambda: database.query("SELECT status FROM outbox.messages WHERE message_id = 'sent'")
                    == [("dispatched",)], timeout=20, what="sent kept as dispatched")
+        wait_until(lambda: database.query("SELECT message_id FROM outbox.messages") == [("called-off",)],
+                   timeout=5, what="the dispatched row purged, the cancelled one kept")
+        time.sleep(0.5)  # several more purges: the cancelled row is younger than failed_keep_for_s
+        assert database.query("SELECT message_id FROM outbox.messages") == [("called-off",)]
+        database.query("UPDATE outbox.messages SET cancelled_at = now() - interval '61 minutes' "
+                       "WHERE message_id = 'called-off' RETURNING id")
         wait_until(lambda: database.query("SELECT count(*) FROM outbox.messages") == [(0,)], timeout=5,
-                   what="the kept rows purged")
+                   what="the cancelled row purged once older than failed_keep_for_s")
     finally:
         assert daemon.stop() == 0, daemon.log()
         peer.stop()

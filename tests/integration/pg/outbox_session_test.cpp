@@ -109,7 +109,9 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   const std::string next_due = plan(daemon, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
   INFO(next_due);
   CHECK_THAT(next_due, Catch::Contains("messages_scheduled_idx"));
-  CHECK_THAT(next_due, Catch::Contains("messages_blocked_idx"));
+  // The earliest backoff end: either partial index of failed rows serves (both are small); never the table.
+  CHECK_THAT(next_due, Catch::Contains("messages_blocked_idx") || Catch::Contains("messages_retrying_idx"));
+  CHECK_THAT(next_due, !Catch::Contains("Seq Scan on messages"));
   const std::string purge = plan(daemon, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
   INFO(purge);
   CHECK_THAT(purge, Catch::Contains("messages_dispatched_idx"));

@@ -2,11 +2,11 @@
 """Reads the CloudEvents outboxd publishes (broker.cloudevents, AMQP binary content mode), one JSON line each.
 
 Receives with python3-qpid-proton and rebuilds each event with the CloudEvents Python SDK's AMQP binding
-(pip install -r docs/examples/requirements-cloudevents.txt): `datacontenttype` comes from the AMQP
+(pip install -r docs/examples/cloudevents/requirements.txt): `datacontenttype` comes from the AMQP
 content-type, every other attribute from the application properties named cloudEvents:NAME or
 cloudEvents_NAME, `data` from the body (parsed when the content type is JSON).
 
-usage: cloudevents_consumer.py amqp://HOST:PORT ADDRESS COUNT
+usage: consumer.py amqp://HOST:PORT ADDRESS COUNT
        (AMQP_USER and AMQP_PASSWORD in the environment for SASL PLAIN; ADDRESS as the broker names the queue,
        e.g. /queue/orders on RabbitMQ, orders on Artemis)
 """
