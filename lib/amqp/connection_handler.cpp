@@ -104,8 +104,8 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
   // Retrying would not change the row: its answer is final.
   if (row.destination.empty()) return answer(DeliveryOutcome::unsendable, "destination is empty");
   auto message = encoder_.encode(row, broker_.profile);
-  // The encoded message holds the body now: this copy goes at once, not with the whole batch.
-  row.body = std::string();
+  // The encoded message holds the body now: this share goes at once, not with the whole batch.
+  row.body.clear();
   if (!message) return answer(DeliveryOutcome::unsendable, message.error().message);
   if (state_ != State::connecting && state_ != State::up) {
     return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);

@@ -1,4 +1,4 @@
-// Fills the reused proton::message for one outbox row and encodes it.
+// Fills the reused proton::message for one outbox row and encodes it, the body appended as its data section.
 #include "amqp/message_mapping.hpp"
 
 #include <proton/binary.hpp>
@@ -55,24 +55,43 @@ core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile,
     msg.properties().put(kArtemisDuplicateIdProperty, row.message_id);
   }
 
-  // inferred(true) makes Proton encode a binary body as a data section; with
-  // the default (false) the same bytes would go out as an amqp-value.
-  // Assigning the binary (not a proton::value holding it) encodes it straight
-  // into the message's body, without a pn_data_t of its own to copy from.
-  msg.body() = proton::binary(row.body.begin(), row.body.end());
-  msg.inferred(true);
   return {};
+}
+
+// The body's data section as Proton encodes a binary body with inferred(true):
+// descriptor 0x75, then vbin8 up to 255 bytes, vbin32 beyond.
+std::vector<char> data_section_head(std::size_t body_size) {
+  std::vector<char> head{'\x00', '\x53', '\x75'};
+  if (body_size < 256) {
+    head.push_back('\xa0');
+    head.push_back(static_cast<char>(body_size));
+  } else {
+    head.push_back('\xb0');
+    for (int shift = 24; shift >= 0; shift -= 8) head.push_back(static_cast<char>((body_size >> shift) & 0xff));
+  }
+  return head;
 }
 
 }  // namespace
 
+// Proton encodes the sections before the body (no body is set, so it writes
+// none); the data section goes after them straight from the row's bytes, the
+// last section as no footer is written. The body is so copied once, into a
+// result of its exact size: no proton::binary, no copy in the message's
+// pn_data_t, no encode buffer that keeps the largest message's size.
 core::Result<EncodedMessage> MessageEncoder::encode(const core::OutboxMessage& row, config::BrokerProfile profile) {
   try {
     // Also after a row that failed half-way: nothing of it may leak into this one.
     message_.clear();
     if (auto filled = fill(row, profile, cloudevents_, message_); !filled) return filled.error();
-    message_.encode(buffer_);  // one pass once the buffer has grown to the largest message
-    return EncodedMessage(buffer_.begin(), buffer_.end());
+    message_.encode(buffer_);  // one pass once the buffer has grown to the largest sections
+    const auto head = data_section_head(row.body.size());
+    EncodedMessage bytes;
+    bytes.reserve(buffer_.size() + head.size() + row.body.size());
+    bytes.insert(bytes.end(), buffer_.begin(), buffer_.end());
+    bytes.insert(bytes.end(), head.begin(), head.end());
+    bytes.insert(bytes.end(), row.body.begin(), row.body.end());
+    return bytes;
   } catch (const std::exception& e) {
     return core::rejected_error(std::string("cannot encode the message: ") + e.what());
   }

@@ -6,12 +6,15 @@
 #include <optional>
 #include <string>
 
+#include "core/shared_bytes.hpp"
+
 namespace outboxd::core {
 
 using RowId = std::int64_t;
 
 // Column values of outbox.messages needed to publish a row. Nullable columns
-// are optionals; `body` holds the bytes exactly as written.
+// are optionals; `body` holds the bytes exactly as written, shared by the
+// copies of the row (the planner's and the one sent), never copied.
 struct OutboxMessage {
   RowId id = 0;
   std::string message_id;
@@ -24,7 +27,7 @@ struct OutboxMessage {
   std::optional<std::string> content_type;
   std::optional<std::string> traceparent;
   std::string headers_json = "{}";  // jsonb object as text
-  std::string body;
+  SharedBytes body;
   std::optional<std::chrono::milliseconds> ttl;
   std::chrono::system_clock::time_point created_at;
   std::optional<std::chrono::system_clock::time_point> due_at;

@@ -276,7 +276,7 @@ void Planner::requeue(RowMap::iterator it, core::SteadyTime retry_at, core::Stea
 Planner::RowMap::iterator Planner::forget(RowMap::iterator it) {
   if (settled_.contains(it->first)) {
     HeldRow& held = it->second.held;
-    held.message.body = std::string();
+    held.message.body.clear();
     held.message.headers_json = std::string();
     retired_.insert_or_assign(it->first, std::move(held));
   }

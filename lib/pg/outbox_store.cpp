@@ -2,6 +2,7 @@
 #include "pg/outbox_store.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/safe_text.hpp"
 #include "pg/outbox_sql.hpp"
@@ -80,8 +81,9 @@ std::string not_allowed(const core::OutboxMessage& row) {
 // behind a due timeout of their session, which go to `held_back` (id and
 // session). A row over the limit comes without body and headers: it is
 // returned unsendable. The first row past the byte budget ends the set:
-// it and the rows after it are left for the next claim.
-core::ClaimedSet decode(const Rows& rows, std::int64_t max_message) {
+// it and the rows after it are left for the next claim. The result is taken
+// and freed once decoded: libpq's API gives its values only to copy out.
+core::ClaimedSet decode(Rows rows, std::int64_t max_message) {
   core::ClaimedSet set;
   const std::int64_t max_payload = max_message - kPropertiesMargin;
   set.rows.reserve(static_cast<std::size_t>(rows.size()));
@@ -166,8 +168,8 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
        {prefix_ + "time_to_next_due", {set}}});
   if (!results) return in_context("claiming rows", results.error());
   core::ClaimedSets sets;
-  sets.immediate = decode(results.value()[0], bytes.max_message);
-  sets.scheduled = decode(results.value()[1], bytes.max_message);
+  sets.immediate = decode(std::move(results.value()[0]), bytes.max_message);
+  sets.scheduled = decode(std::move(results.value()[1]), bytes.max_message);
   sets.next_due = wait_of(results.value()[2]);
   return sets;
 }

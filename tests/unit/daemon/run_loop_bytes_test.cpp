@@ -11,7 +11,7 @@ using Status = FakeDatabase::Status;
 
 core::RowId insert_sized(FakeDatabase& database, std::optional<std::string> session, std::size_t body_bytes) {
   const auto id = database.insert(std::move(session));
-  database.table.at(id).message.body.assign(body_bytes, 'x');
+  database.table.at(id).message.body = std::string(body_bytes, 'x');
   return id;
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 HeldRow sized(RowRef ref, std::size_t body_bytes) {
   HeldRow row = held({std::move(ref)}).front();
-  row.message.body.assign(body_bytes, 'x');
+  row.message.body = std::string(body_bytes, 'x');
   return row;
 }
 
@@ -119,7 +119,7 @@ TEST_CASE("RowBook: a claim asks for no more bytes than the budgets leave, and n
   core::ClaimedSets sets;
   sets.immediate.rows.resize(1);
   sets.immediate.rows[0].id = 1;
-  sets.immediate.rows[0].body.assign(798, 'x');  // 800 with "{}"
+  sets.immediate.rows[0].body = std::string(798, 'x');  // 800 with "{}"
   sets.immediate.read = 1;
   sets.immediate.last_id = 1;
   const auto request = book.claim_request(10, 600);
@@ -130,7 +130,7 @@ TEST_CASE("RowBook: a claim asks for no more bytes than the budgets leave, and n
   core::ClaimedSets more;
   more.immediate.rows.resize(1);
   more.immediate.rows[0].id = 2;
-  more.immediate.rows[0].body.assign(298, 'x');
+  more.immediate.rows[0].body = std::string(298, 'x');
   more.immediate.read = 1;
   more.immediate.last_id = 2;
   book.on_claim(std::move(more), book.claim_request(10, 600), clock.now());

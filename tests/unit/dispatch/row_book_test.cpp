@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
 
 #include "dispatch/claim_merge.hpp"
 #include "dispatch/row_book.hpp"
@@ -102,6 +103,22 @@ TEST_CASE("RowBook holds the payloads of claimed rows and hands them out in the 
   std::sort(known.begin(), known.end());
   CHECK(known == Ids{1, 2, 3});
   CHECK(f.claim(sets).added == 0);
+}
+
+TEST_CASE("RowBook hands out a row that shares the body it holds, and the body outlives either holder",
+          "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1)});
+  sets.immediate.rows[0].body = std::string(1000, 'b');
+  f.claim(sets);
+  auto ready = f.book.take_ready();
+  REQUIRE(ready.size() == 1);
+  const core::OutboxMessage* held = f.book.find(1);
+  REQUIRE(held != nullptr);
+  CHECK(ready[0].body.view().data() == held->body.view().data());  // one buffer, not a copy
+  ready[0].body.clear();  // the sender lets go of its share once the message is encoded
+  CHECK(held->body == std::string(1000, 'b'));  // a retry sends it again from the buffer held
 }
 
 TEST_CASE("RowBook forgets a payload once its outcome is persisted", "[dispatch][row_book]") {
