@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/secrets.hpp"
+#include "pg/migrator.hpp"
 #include "pg/privileges.hpp"
 
 namespace outboxd::daemon {
@@ -46,6 +47,24 @@ core::Status DatabaseSession::listen() {
   return {};
 }
 
+// A binary newer than its schema would fail on the first statement that needs a
+// later migration, with PostgreSQL's "does not exist"; this says what to do. It
+// ends the run (exit 1): a restart after `outboxd migrate` succeeds. A schema
+// without schema_migrations was installed by another tool (psql), which keeps
+// its own record: nothing to compare.
+core::Status DatabaseSession::check_schema_version() {
+  auto applied = pg::applied_version(*connection_, config_.outbox.schema);
+  if (!applied) return applied.error();
+  const int needed = pg::migrations().back().version;
+  if (!applied.value()) return {};
+  const int found = *applied.value();
+  if (found >= needed) return {};
+  return core::Error{core::ErrorKind::fatal,
+                     "schema " + config_.outbox.schema + " is at migration " + std::to_string(found) +
+                         ", and this outboxd needs migration " + std::to_string(needed) +
+                         ": run `outboxd migrate` of this version (as the schema's owner) before `outboxd run`"};
+}
+
 core::Status DatabaseSession::ensure_connected() {
   if (state_ == SessionState::up || clock_.now() < retry_at_) return {};
   auto connection = open_connection();
@@ -54,7 +73,8 @@ core::Status DatabaseSession::ensure_connected() {
     connection_.emplace(std::move(connection).value());
     store_.emplace(*connection_, config_.outbox.schema);
     leases_.emplace(*connection_, config_.outbox.schema);
-    ready = store_->prepare();
+    ready = check_schema_version();
+    if (ready.ok()) ready = store_->prepare();
     if (ready.ok()) ready = listen();
     if (ready.ok()) ready = leases_->register_instance(instance_id_);
   }

@@ -104,6 +104,7 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   bool fresh_ = false;
   core::SteadyTime retry_at_{};
   core::Status listen();
+  core::Status check_schema_version();
   pg::Connection& notified_on();
 
   std::optional<pg::Connection> connection_;

@@ -84,6 +84,17 @@ def test_migrate_refuses_a_schema_name_longer_than_52_bytes(workdir, unmigrated_
     run_cli("migrate", "-c", fits)
 
 
+def test_run_against_a_schema_behind_this_binary_says_to_migrate(workdir, database):
+    # An upgrade that skipped `outboxd migrate`: the newest script is not recorded as applied.
+    latest = database.query("SELECT max(version) FROM outbox.schema_migrations")[0][0]
+    database.query("DELETE FROM outbox.schema_migrations WHERE version = %s RETURNING version", (latest,))
+    config = write_config(f"{workdir}/outboxd.yaml", database, NO_BROKER)
+    run = run_cli("run", "-c", config, check=False)
+    assert run.returncode == 1, run.stderr
+    assert (f"schema outbox is at migration {latest - 1}, and this outboxd needs migration {latest}: "
+            "run `outboxd migrate`") in run.stderr, run.stderr
+
+
 def test_a_database_owner_with_createrole_migrates_without_being_superuser(workdir, unmigrated_database):
     database = unmigrated_database
     # docs/sql.md: migrate needs CREATEROLE for 003_roles.sql, not a superuser.
