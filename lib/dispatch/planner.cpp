@@ -191,11 +191,11 @@ bool Planner::take_from_session(Session& session, core::RowId key, core::SteadyT
       session.in_flight < policy_.per_session_in_flight) {
     const auto it = rows_.find(key);
     Row& row = it->second;
-    if (row.retry_at <= now && !row.held.message.unsendable && !fits(row)) {
-      ready_.push({key, &session});  // still in the heap
-      return false;
-    }
     if (row.retry_at <= now) {
+      if (!row.held.message.unsendable && !fits(row)) {
+        ready_.push({key, &session});  // still in the heap
+        return false;
+      }
       session.queue.pop_front();
       if (!park_if_unsendable(it)) {
         ++session.in_flight;

@@ -94,7 +94,6 @@ void RowBook::on_persisted() {
 }
 
 void RowBook::drop_partitions(const std::vector<int>& partitions) {
-  if (partitions.empty()) return;
   for (const int partition : partitions) planner_.drop_partition(partition);
 }
 
