@@ -2,7 +2,7 @@
 
 import os
 
-from harness import Daemon, Peer, enqueue, run_cli, wait_until, write_config
+from harness import Daemon, Peer, enqueue, run_cli, wait_parked, wait_until, write_config
 
 
 def pending(database):
@@ -19,8 +19,7 @@ def test_hostile_rejection_text_is_stored_and_logged_clean_and_bounded(workdir, 
         with database.writer() as conn, conn.cursor() as cur:
             for i in range(10):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
-        wait_until(lambda: database.query(
-            "SELECT 1 FROM outbox.messages WHERE message_id = 'm0' AND status = 'parked'"), what="m0 parked")
+        wait_parked(database, "m0")
         wait_until(lambda: pending(database) == 4, timeout=20, what="session s1 dispatched")
         # Claiming goes on after the write of the hostile text: later rows flow too.
         with database.writer() as conn, conn.cursor() as cur:
@@ -59,8 +58,7 @@ def test_header_key_with_newline_and_escape_is_escaped_in_the_log(workdir, datab
                         ('{"k\\nFAKE forged line \\u001b[2J": [1]}',))
         with database.writer() as conn, conn.cursor() as cur:
             enqueue(cur, "q", "fine", b"y")
-        wait_until(lambda: database.query(
-            "SELECT 1 FROM outbox.messages WHERE message_id = 'bad-headers' AND status = 'parked'"), what="parked")
+        wait_parked(database, "bad-headers")
         wait_until(lambda: pending(database) == 0, what="the other row dispatched")
     finally:
         assert daemon.stop() == 0, daemon.log()

@@ -8,7 +8,7 @@ import socket
 import time
 import urllib.request
 
-from harness import Daemon, Peer, enqueue, free_port, run_cli, wait_until, write_config
+from harness import Daemon, Peer, enqueue, free_port, run_cli, wait_parked, wait_until, write_config
 
 METRICS_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
 
@@ -51,8 +51,7 @@ def test_row_is_parked_after_max_attempts_and_blocks_only_its_session(workdir, d
     daemon = start(workdir, database, peer, dispatch={"max_attempts": 3})
     try:
         fill(database, 10, 2)
-        wait_until(lambda: database.query(
-            "SELECT 1 FROM outbox.messages WHERE message_id = 'm0' AND status = 'parked'"), what="m0 parked")
+        wait_parked(database, "m0")
         wait_until(lambda: remaining(database) == 4, timeout=20, what="session s1 dispatched")
     finally:
         assert daemon.stop() == 0, daemon.log()
@@ -138,8 +137,7 @@ def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instance
     daemons = [instance("park-a").start()]
     try:
         fill(database, 10, 2)
-        wait_until(lambda: database.query(
-            "SELECT 1 FROM outbox.messages WHERE message_id = 'm0' AND status = 'parked'"), what="m0 parked")
+        wait_parked(database, "m0")
         more_rows_then_claims()
         assert daemons[0].stop() == 0, daemons[0].log()
         daemons[0] = instance("park-a").start()

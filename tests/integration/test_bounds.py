@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, rabbitmqctl, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, rabbitmqctl, unique, wait_parked, wait_until, write_config
 
 
 @pytest.fixture
@@ -27,9 +27,7 @@ def test_a_row_over_the_largest_message_parks_at_once_with_its_size_and_other_se
             enqueue(cur, queue, "big-2", b"x", session_id="big")
             for i in range(20):
                 enqueue(cur, queue, f"good-{i}", b"y" * 1000, session_id=f"good{i % 4}")
-        parked = wait_until(lambda: database.query(
-            "SELECT attempts, last_error FROM outbox.messages WHERE message_id = 'big-1' AND status = 'parked'"),
-            timeout=10, what="big-1 parked")
+        parked = wait_parked(database, "big-1", timeout=10)
         ids = sorted(m.id for m in consumer.receive(20, timeout=20) + consumer.quiet_for(0.5))
     finally:
         consumer.close()
@@ -52,9 +50,7 @@ def test_a_row_whose_destination_the_dba_no_longer_allows_parks_and_creates_no_q
     consumer = Consumer(broker, queue)
     daemon = start_daemon(workdir, database, broker)
     try:
-        parked = wait_until(lambda: database.query(
-            "SELECT attempts, last_error FROM outbox.messages WHERE message_id = 'rogue-1' AND status = 'parked'"),
-            timeout=20, what="rogue-1 parked")
+        parked = wait_parked(database, "rogue-1", timeout=20)
         assert [m.id for m in consumer.receive(1, timeout=20)] == ["fine-1"]
     finally:
         consumer.close()

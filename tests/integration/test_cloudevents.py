@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, unique, wait_parked, write_config
 
 BROKERS = ["rabbitmq", "artemis"]
 SOURCE = "https://shop.example/orders"
@@ -89,9 +89,7 @@ def test_rows_arrive_as_cloudevents_where_configured_and_unchanged_elsewhere(wor
         created_at = write_rows(database, events_queue, plain_queue)
         [event] = events.receive(1, timeout=20)
         [unchanged] = plain.receive(1, timeout=20)
-        parked = wait_until(lambda: database.query(
-            "SELECT attempts, last_error FROM outbox.messages WHERE message_id = 'untyped-1' AND status = 'parked'"),
-            timeout=10, what="untyped-1 parked")
+        parked = wait_parked(database, "untyped-1", timeout=10)
         assert events.quiet_for(0.5) == []
     finally:
         events.close()

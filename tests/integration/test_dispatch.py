@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, free_port, run_cli, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, free_port, run_cli, unique, wait_parked, wait_until, write_config
 
 BROKERS = ["rabbitmq", "artemis"]
 
@@ -483,14 +483,12 @@ def test_nested_header_parks_the_row_and_other_sessions_flow(workdir, database, 
                 enqueue(cur, queue, f"good-{i}", b"x", session_id=f"good{i % 4}")
         received = consumer.receive(20, timeout=20)
         assert sorted(m.id for m in received) == sorted(f"good-{i}" for i in range(20))
-        parked = wait_until(lambda: database.query(
-            "SELECT status, attempts, last_error FROM outbox.messages WHERE message_id = 'bad-1' AND status = 'parked'"),
-            timeout=10, what="bad-1 parked")
+        parked = wait_parked(database, "bad-1", timeout=10)
         assert consumer.quiet_for(0.5) == []
     finally:
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
-    status, attempts, last_error = parked[0]
+    attempts, last_error = parked[0]
     assert attempts == 1, "parked at once, not after max_attempts"
     assert last_error == 'headers: key "nested": arrays and objects are not supported'
     assert database.query("SELECT status FROM outbox.messages WHERE message_id = 'bad-2'") == [("pending",)]

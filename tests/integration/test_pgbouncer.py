@@ -12,8 +12,8 @@ from urllib.parse import urlparse, urlunparse
 
 import pytest
 
-from harness import (Broker, Consumer, Daemon, Peer, enqueue, require_env, run_cli, unique, wait_until,
-                     write_config)
+from harness import (Broker, Consumer, Daemon, Peer, enqueue, require_env, run_cli, unique, wait_parked,
+                     wait_until, write_config)
 
 SHORT_LEASES = {"lease_ttl_ms": 3000, "renew_interval_ms": 1000, "safety_margin_ms": 1000}
 
@@ -154,8 +154,7 @@ def test_transaction_pooler_rejected_row_parks_and_blocks_only_its_session(workd
         with writer(database) as conn, conn.cursor() as cur:
             for i in range(10):
                 enqueue(cur, "q", f"m{i}", str(i).encode(), session_id=f"s{i % 2}")
-        wait_until(lambda: database.query(
-            "SELECT 1 FROM outbox.messages WHERE message_id = 'm0' AND status = 'parked'"), what="m0 parked")
+        wait_parked(database, "m0")
         wait_until(lambda: pending(database) == 4, timeout=20, what="session s1 dispatched")
     finally:
         assert_clean(daemon)

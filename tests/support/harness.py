@@ -351,6 +351,13 @@ def wait_until(predicate, timeout=30.0, interval=0.05, what="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def wait_parked(database, message_id, timeout=30.0):
+    """Waits until the row of `message_id` is parked; returns [(attempts, last_error)]."""
+    return wait_until(lambda: database.query(
+        "SELECT attempts, last_error FROM outbox.messages WHERE message_id = %s AND status = 'parked'",
+        (message_id,)), timeout=timeout, what=f"{message_id} parked")
+
+
 def free_port():
     import socket
     with socket.socket() as s:
