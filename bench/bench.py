@@ -35,6 +35,17 @@ import psycopg2
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
 from harness import Broker  # noqa: E402
 
+# A backlog: rows (message id prefix, destination, sessions, body bytes, rows), as the superuser.
+FILL_SQL = ("INSERT INTO outbox.messages (message_id, destination, session_id, body) "
+            "SELECT %s || i, %s, 's' || (i %% %s), convert_to(lpad(i::text, %s, 'x'), 'UTF8') "
+            "FROM generate_series(1, %s) i")
+
+# pgbench's transaction for writers (destination, sessions): the body is the writer's clock,
+# which bench/latency_consumer reads to time commit -> consumer.
+ENQUEUE_SQL = ("SELECT outbox.enqueue(destination => '%s', message_id => gen_random_uuid()::text, "
+               "session_id => 's' || (random() * %d)::int, "
+               "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n")
+
 
 def free_port():
     with socket.socket() as s:
@@ -148,9 +159,7 @@ dispatch:
 
     def fill(self, queue):
         a = self.args
-        self.sql("INSERT INTO outbox.messages (message_id, destination, session_id, body) "
-                 "SELECT %s || i, %s, 's' || (i %% %s), convert_to(lpad(i::text, %s, 'x'), 'UTF8') "
-                 "FROM generate_series(1, %s) i", (queue + ":", queue, a.sessions, a.body, a.rows))
+        self.sql(FILL_SQL, (queue + ":", queue, a.sessions, a.body, a.rows))
         self.sql("VACUUM ANALYZE outbox.messages")
 
     # The drain is watched every 20 ms while it runs, so the probes are index
@@ -247,10 +256,7 @@ dispatch:
         a = self.args
         script = os.path.join(self.tmp, f"enqueue-{queue}.sql")
         with open(script, "w") as f:
-            f.write("SELECT outbox.enqueue(destination => '%s', message_id => gen_random_uuid()::text, "
-                    "session_id => 's' || (random() * %d)::int, "
-                    "body => convert_to(extract(epoch from clock_timestamp())::text, 'UTF8'));\n"
-                    % (queue, a.sessions))
+            f.write(ENQUEUE_SQL % (queue, a.sessions))
         env = self.writer_env()
         return subprocess.Popen(["pgbench", "-n", "-c", str(a.clients), "-j", str(min(a.clients, 2)),
                                  "-R", str(a.rate), "-T", str(a.seconds), "-f", script],

@@ -1,0 +1,383 @@
+#!/usr/bin/python3
+"""Same-run A/B comparison of outboxd builds (run it through bench/compare.sh).
+
+Each side is an outboxd binary. In every pair both sides run the same workloads
+against the same PostgreSQL and RabbitMQ, one after the other, the order
+alternating from pair to pair (BASE then HEAD, HEAD then BASE, ...), so that
+the machine's drift falls on both alike. Every run gets a database of its own,
+migrated by that side's binary, with the daemon on a dispatcher-only role and
+the writers on a writer-only role, as deployed.
+
+Workloads:
+  drain   ROWS pending rows in SESSIONS sessions, committed before the daemon
+          starts, drained with retention.mode delete (the default); rows/s
+  keep    the same drain with retention.mode keep (rows marked, not deleted)
+  steady  WRITERS pgbench clients enqueue RATE rows/s for SECONDS, one row per
+          transaction, while the daemon dispatches them; commit->consumer p50/p99
+          from a C++ consumer that reads each body's clock_timestamp()
+
+For each run: PostgreSQL CPU per row (utime + stime of every server process,
+from /proc, less the backend this script probes through), WAL bytes per row
+(pg_current_wal_insert_lsn() delta), outboxd's own CPU per row and its peak
+RSS (from wait4()). A drain's window ends with a VACUUM of the outbox, so the
+cleanup a row's life leaves behind is counted too; autovacuum is off and
+checkpoints are pushed out of the way so that neither lands in one run and not
+in the other. The floor, measured in every pair, is what the database must
+spend at the least: a bare script reading batches of 1,000 pending rows in id
+order through a partial index and deleting them by id, then the same VACUUM.
+
+Prints one table of medians with HEAD/BASE ratios and exits 1 when HEAD's
+drain rate is below 0.97x BASE's, or its PostgreSQL CPU or WAL per row in
+either drain above 1.05x.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from urllib.parse import urlparse, urlunparse
+
+import psycopg2
+
+from bench import FILL_SQL, ENQUEUE_SQL
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
+from harness import Broker  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def parse_args():
+    p = argparse.ArgumentParser()
+    p.add_argument("--side", action="append", required=True, metavar="LABEL=BINARY",
+                   help="BASE first, then HEAD")
+    p.add_argument("--tools", default="build-release", help="build dir with bench/latency_consumer")
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--rows", type=int, default=100000)
+    p.add_argument("--sessions", type=int, default=10000)
+    p.add_argument("--body", type=int, default=500)
+    p.add_argument("--rate", type=int, default=1000)
+    p.add_argument("--writers", type=int, default=8)
+    p.add_argument("--seconds", type=int, default=30)
+    p.add_argument("--workloads", default="drain,keep,steady")
+    return p.parse_args()
+
+
+def process_cpu(pid):
+    """utime + stime + cutime + cstime of one process, in seconds; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    # Fields 14-17 of proc(5), counted from the state field (3) after the command name.
+    return sum(int(x) for x in fields[11:15]) / TICK
+
+
+class Cluster:
+    """The PostgreSQL server: its processes' CPU and its WAL position, probed through one connection."""
+
+    def __init__(self, admin_url, data_dir):
+        with open(os.path.join(data_dir, "postmaster.pid")) as f:
+            self.postmaster = int(f.readline())
+        self.conn = psycopg2.connect(admin_url)
+        self.conn.autocommit = True
+        self.own_backend = self.sql("SELECT pg_backend_pid()")[0][0]
+        # Nothing between two runs may land in one of them: no autovacuum, no checkpoint.
+        for setting, value in (("autovacuum", "off"), ("checkpoint_timeout", "1h"), ("max_wal_size", "50GB")):
+            self.sql(f"ALTER SYSTEM SET {setting} = '{value}'")
+        self.sql("SELECT pg_reload_conf()")
+
+    def sql(self, query, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description else None
+
+    def server_cpu(self, probes):
+        """CPU seconds of every server process so far (exited backends count in the postmaster's
+        cutime and cstime), less the backends this script only probes through."""
+        children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.postmaster)], capture_output=True,
+                                  text=True).stdout.split()
+        total = process_cpu(self.postmaster) + sum(process_cpu(int(pid)) for pid in children)
+        return total - sum(process_cpu(pid) for pid in (self.own_backend, *probes))
+
+    def wal(self):
+        return int(self.sql("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')")[0][0])
+
+    def snapshot(self, probes=()):
+        return self.server_cpu(probes), self.wal()
+
+    def since(self, start, rows, probes=()):
+        cpu, wal = self.snapshot(probes)
+        return {"pg_cpu_us": (cpu - start[0]) / rows * 1e6, "wal_bytes": (wal - start[1]) / rows}
+
+
+class Database:
+    """A database of its own for one run, migrated by one side's binary, with the run's login roles."""
+
+    def __init__(self, cluster, admin_url, broker, binary, tmp):
+        self.cluster, self.admin_url, self.broker, self.tmp = cluster, admin_url, broker, tmp
+        self.name = "cmp_" + uuid.uuid4().hex[:8]
+        self.dispatcher, self.writer = f"{self.name}_dispatcher", f"{self.name}_writer"
+        cluster.sql(f'CREATE DATABASE "{self.name}"')
+        self.superuser_url = urlunparse(urlparse(admin_url)._replace(path="/" + self.name))
+        host = urlparse(self.superuser_url).netloc.rpartition("@")[2]
+        self.dispatcher_url = urlunparse(urlparse(self.superuser_url)._replace(netloc=f"{self.dispatcher}@{host}"))
+        subprocess.run([binary, "migrate", "-c", self.config("migrate.yaml", url=self.superuser_url)], check=True,
+                       capture_output=True)
+        cluster.sql(f'CREATE ROLE "{self.dispatcher}" LOGIN IN ROLE outbox_dispatcher')
+        cluster.sql(f'CREATE ROLE "{self.writer}" LOGIN IN ROLE outbox_writer')
+        self.conn = psycopg2.connect(self.superuser_url)
+        self.conn.autocommit = True
+        self.backend = self.sql("SELECT pg_backend_pid()")[0][0]
+
+    def config(self, name, url=None, retention="delete"):
+        b = self.broker
+        path = os.path.join(self.tmp, f"{self.name}-{name}")
+        auth = f'\n  username: "{b.user}"\n  password: "{b.password}"' if b.user else ""
+        text = (f'database:\n  url: "{url or self.dispatcher_url}"\n'
+                f'broker:\n  url: "{b.url}"\n  profile: {b.profile}{auth}\n'
+                f"retention:\n  mode: {retention}\nlog:\n  level: warn\n")
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def sql(self, query, params=None):
+        with self.conn.cursor() as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description else None
+
+    def close(self):
+        self.conn.close()
+        self.cluster.sql(f'DROP DATABASE "{self.name}" WITH (FORCE)')
+        self.cluster.sql(f'DROP ROLE "{self.dispatcher}"')
+        self.cluster.sql(f'DROP ROLE "{self.writer}"')
+
+
+class Daemon:
+    """outboxd run, with its own CPU time and peak RSS taken from wait4() when it stops."""
+
+    def __init__(self, binary, config, log):
+        self.log = log
+        self.process = subprocess.Popen([binary, "run", "-c", config], stderr=open(log, "w"))
+
+    def check_running(self):
+        if self.process.poll() is not None:
+            with open(self.log) as f:
+                last = f.read().strip().splitlines()[-1:] or ["(no log)"]
+            raise RunFailed(f"outboxd exited {self.process.returncode}: {last[0]}")
+
+    def stop(self):
+        """Its CPU seconds and peak RSS in MiB. The peak is read before it exits: wait4()'s
+        ru_maxrss would count the forked interpreter the daemon was exec'd from."""
+        with open(f"/proc/{self.process.pid}/status") as f:
+            peak_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+        self.process.terminate()
+        _, status, usage = os.wait4(self.process.pid, 0)
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        if self.process.returncode != 0:
+            raise RunFailed(f"outboxd exited {self.process.returncode} when stopped")
+        return usage.ru_utime + usage.ru_stime, peak_kib / 1024
+
+
+class RunFailed(Exception):
+    """One side could not do one workload (its daemon exited, say): reported, not averaged."""
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.admin_url = os.environ["OUTBOXD_TEST_PG_URL"]
+        self.cluster = Cluster(self.admin_url, os.environ["OUTBOXD_TEST_PG_DATA"])
+        self.broker = Broker("rabbitmq")
+        self.tmp = tempfile.mkdtemp(prefix="outboxd-compare-")
+
+    def drop_queue(self, queue):
+        subprocess.run([os.environ["OUTBOXD_SERVICES_SH"], "rabbitmqctl", "delete_queue", queue], check=True,
+                       capture_output=True, timeout=120)
+
+    def fill(self, db, queue):
+        a = self.args
+        # Every page the run touches is then newer than the last checkpoint: no full-page images,
+        # as for a row dispatched soon after its commit.
+        self.cluster.sql("CHECKPOINT")
+        db.sql("ALTER TABLE outbox.messages SET (autovacuum_enabled = false)")
+        db.sql(FILL_SQL, (queue + ":", queue, a.sessions, a.body, a.rows))
+        db.sql("VACUUM ANALYZE outbox.messages")
+
+    def drain(self, binary, retention):
+        """Rows/s from the first row dispatched to the last, and the costs of the whole window."""
+        a = self.args
+        db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
+        queue = "cmp_" + uuid.uuid4().hex[:8]
+        try:
+            self.fill(db, queue)
+            first = db.sql("SELECT min(id) FROM outbox.messages")[0][0]
+            start = self.cluster.snapshot([db.backend])
+            daemon = Daemon(binary, db.config("run.yaml", retention=retention),
+                            os.path.join(self.tmp, f"{db.name}.log"))
+            started, deadline = None, time.monotonic() + 900
+            # Index lookups every 20 ms; their backend's CPU is left out of the figures.
+            while time.monotonic() < deadline:
+                daemon.check_running()
+                now = time.monotonic()
+                if started is None and db.sql("SELECT NOT EXISTS (SELECT 1 FROM outbox.messages WHERE id = %s "
+                                              "AND status = 'pending')", (first,))[0][0]:
+                    started = now
+                if started is not None and not db.sql("SELECT EXISTS (SELECT 1 FROM outbox.messages "
+                                                      "WHERE status = 'pending' AND due_at <= created_at)")[0][0]:
+                    break
+                time.sleep(0.02)
+            else:
+                raise RuntimeError("drain did not finish in 900 s")
+            rate = a.rows / (now - started)
+            cpu, rss = daemon.stop()
+            # The VACUUM is the run's, not a probe's: it runs in a backend of its own, which is
+            # counted (and kept open until counted: an exited backend's CPU moves to the postmaster).
+            cleanup = psycopg2.connect(db.superuser_url)
+            try:
+                cleanup.autocommit = True
+                cleanup.cursor().execute("VACUUM outbox.messages")
+                costs = self.cluster.since(start, a.rows, [db.backend])
+            finally:
+                cleanup.close()
+            return {"rate": rate, **costs, "outboxd_cpu_us": cpu / a.rows * 1e6, "rss_mib": rss}
+        finally:
+            db.close()
+            self.drop_queue(queue)
+
+    def steady(self, binary):
+        a = self.args
+        db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
+        queue = "cmp_" + uuid.uuid4().hex[:8]
+        try:
+            consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
+                                         self.broker.address(queue), "3", self.broker.user, self.broker.password,
+                                         self.broker.profile], stdout=subprocess.PIPE, text=True)
+            assert consumer.stdout.readline().strip() == "latency_consumer ready"
+            db.sql("ALTER TABLE outbox.messages SET (autovacuum_enabled = false)")
+            self.cluster.sql("CHECKPOINT")
+            daemon = Daemon(binary, db.config("run.yaml"),
+                            os.path.join(self.tmp, f"{db.name}.log"))
+            time.sleep(1)  # connected, leases taken, idle
+            script = os.path.join(self.tmp, f"{db.name}-enqueue.sql")
+            with open(script, "w") as f:
+                f.write(ENQUEUE_SQL % (queue, a.sessions))
+            start = self.cluster.snapshot()
+            out = subprocess.run(["pgbench", "-n", "-c", str(a.writers), "-j", "2", "-R", str(a.rate), "-T",
+                                  str(a.seconds), "-f", script], check=True, capture_output=True, text=True,
+                                 env=dict(os.environ, PGDATABASE=db.name, PGUSER=db.writer)).stdout
+            written = int(out.split("actually processed: ")[1].split()[0])
+            report = consumer.communicate(timeout=a.seconds + 120)[0].split()
+            fields = dict(item.split("=") for item in report[1:])
+            if int(fields["received"]) != written:
+                raise RuntimeError(f"steady: {written} rows written, {fields['received']} received")
+            costs = self.cluster.since(start, written)
+            cpu, rss = daemon.stop()
+            return {"p50": float(fields["p50"]), "p99": float(fields["p99"]), **costs,
+                    "outboxd_cpu_us": cpu / written * 1e6, "rss_mib": rss}
+        finally:
+            db.close()
+            self.drop_queue(queue)
+
+    def floor(self):
+        """Read 1,000 pending rows in id order through a partial index, delete them by id; repeat."""
+        a = self.args
+        db = Database(self.cluster, self.admin_url, self.broker, self.sides_binary, self.tmp)
+        try:
+            db.sql("CREATE TABLE floor_rows (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+                   "message_id text NOT NULL, destination text NOT NULL, session_id text, body bytea NOT NULL, "
+                   "status text NOT NULL DEFAULT 'pending') WITH (autovacuum_enabled = false)")
+            db.sql("CREATE INDEX floor_rows_pending_idx ON floor_rows (id) WHERE status = 'pending'")
+            self.cluster.sql("CHECKPOINT")
+            db.sql("INSERT INTO floor_rows (message_id, destination, session_id, body) "
+                   "SELECT 'floor:' || i, 'floor', 's' || (i %% %s), convert_to(lpad(i::text, %s, 'x'), 'UTF8') "
+                   "FROM generate_series(1, %s) i", (a.sessions, a.body, a.rows))
+            db.sql("VACUUM ANALYZE floor_rows")
+            start = self.cluster.snapshot()
+            while True:
+                rows = db.sql("SELECT id, message_id, destination, session_id, body FROM floor_rows "
+                              "WHERE status = 'pending' ORDER BY id LIMIT 1000")
+                if not rows:
+                    break
+                db.sql("DELETE FROM floor_rows WHERE id = ANY(%s)", ([r[0] for r in rows],))
+            db.sql("VACUUM floor_rows")
+            # This connection's backend is the floor's own session: counted, not left out as a probe.
+            return self.cluster.since(start, a.rows)
+        finally:
+            db.close()
+
+    def run(self):
+        a = self.args
+        sides = [s.split("=", 1) for s in a.side]
+        self.sides_binary = sides[-1][1]
+        workloads = a.workloads.split(",")
+        results = {label: {w: [] for w in workloads} for label, _ in sides}
+        floors, failures = [], {}
+        for pair in range(a.pairs):
+            order = sides if pair % 2 == 0 else sides[::-1]
+            for label, binary in order:
+                for w in workloads:
+                    try:
+                        r = self.steady(binary) if w == "steady" else self.drain(binary, "keep" if w == "keep"
+                                                                                 else "delete")
+                    except RunFailed as e:
+                        failures.setdefault((label, w), str(e))
+                        print(f"pair {pair + 1} {label:>12} {w:6} failed: {e}", flush=True)
+                        continue
+                    results[label][w].append(r)
+                    print(f"pair {pair + 1} {label:>12} {w:6} " + " ".join(f"{k}={v:.2f}" for k, v in r.items()),
+                          flush=True)
+            if "drain" in workloads:
+                floors.append(self.floor())
+                print(f"pair {pair + 1} {'floor':>12} drain  " + " ".join(f"{k}={v:.2f}"
+                                                                       for k, v in floors[-1].items()), flush=True)
+        return self.table(sides, workloads, results, floors, failures)
+
+    def table(self, sides, workloads, results, floors, failures):
+        a = self.args
+        (base, _), (head, _) = sides[0], sides[-1]
+
+        def median(label, w, key):
+            runs = results[label][w]
+            return statistics.median(r[key] for r in runs) if runs and key in runs[0] else None
+
+        def cell(value):
+            return "failed" if value is None else f"{value:,.1f}"
+
+        floor = {k: statistics.median(f[k] for f in floors) for k in floors[0]} if floors else {}
+        print(f"\nmedians of {a.pairs} alternating pairs; drain: {a.rows} rows in {a.sessions} sessions, "
+              f"{a.body}-byte bodies; steady: {a.rate} rows/s from {a.writers} writers for {a.seconds} s; RabbitMQ")
+        print(f"| workload | figure | {base} | {head} | {head}/{base} | floor | {head}/floor |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        figures = {"rate": "rows/s", "p50": "commit->consumer p50 (ms)", "p99": "commit->consumer p99 (ms)",
+                   "pg_cpu_us": "PostgreSQL CPU per row (us)", "wal_bytes": "WAL per row (B)",
+                   "outboxd_cpu_us": "outboxd CPU per row (us)", "rss_mib": "outboxd peak RSS (MiB)"}
+        kinds = {"drain": ("rate", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
+                 "steady": ("p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib")}
+        failed = [f"{w} failed: {why}" for (label, w), why in failures.items() if label == head]
+        for w in workloads:
+            for key in kinds["steady" if w == "steady" else "drain"]:
+                b, h = median(base, w, key), median(head, w, key)
+                ratio = f"{h / b:.2f}" if b and h is not None else ""
+                at_floor = w == "drain" and key in floor and h is not None
+                print(f"| {w} | {figures[key]} | {cell(b)} | {cell(h)} | {ratio} | "
+                      + (f"{floor[key]:,.1f} | {h / floor[key]:.2f} |" if at_floor else " | |"))
+                if w != "steady" and ratio and ((key == "rate" and h / b < 0.97) or
+                                                (key in ("pg_cpu_us", "wal_bytes") and h / b > 1.05)):
+                    failed.append(f"{w} {figures[key]} {ratio}x {base}'s")
+        for (label, w), why in failures.items():
+            print(f"{label} {w}: {why}")
+        if failed:
+            print("compare: HEAD falls behind BASE: " + "; ".join(failed))
+            return 1
+        print("compare: HEAD holds its ground against BASE")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(Runner(parse_args()).run())
