@@ -17,7 +17,7 @@ struct ConnectParams {
 };
 
 // Name and value of each setting the daemon's statements run with:
-// statement_timeout and jit.
+// statement_timeout, jit and plan_cache_mode.
 using Settings = std::vector<std::pair<std::string, std::string>>;
 Settings daemon_settings(const config::DatabaseConfig& config);
 

@@ -58,7 +58,7 @@ class Connection {
  public:
   // Connects with `config.url` (libpq URI or conninfo). The password goes to
   // libpq as its own keyword, never into a string that could be logged.
-  // statement_timeout and jit are set for the session through the startup
+  // The daemon_settings() are set for the session through the startup
   // options, or after connecting behind a session pooler. Behind a
   // transaction pooler (config.pooler) no session state is kept: defined
   // statements run unnamed, each in a transaction of its own that sets them

@@ -8,18 +8,21 @@ namespace outboxd::pg::outbox_sql {
 // Columns of a claimed row, in this order.
 enum Column {
   kId, kMessageId, kDestination, kSessionId, kCorrelationId, kParentMessageId, kOriginatingMessageId,
-  kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedUs, kDueUs, kScheduled,
+  kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedAt, kDueAt, kScheduled,
   kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationAllowed, kHeldBack, kColumnCount
 };
 
 // The claims return every row's payload size (body and headers as JSON
 // text), but its body and headers only while the row is no larger than the
-// limit and the payload of the rows before it in the statement's order is
-// below the budget: a row past the budget comes back without them, and so
-// does every row after it; a row over the limit comes back without them alone.
-// `s` is the quoted schema (for settings.allowed_destinations, 016).
+// inline limit, a share of the byte budget per row: no claim then reads more
+// than the budget inline, and no window over the rows (a tenth of the
+// claim's cost) is needed. payloads() reads the larger rows afterwards,
+// within the rest of the budget. `s` is the quoted schema (for
+// settings.allowed_destinations, 016).
 std::string claim_immediate(const std::string& s, const std::string& t);
 std::string claim_scheduled(const std::string& s, const std::string& t);
+// Columns: id, headers, body; see outbox_sql.cpp.
+std::string payloads(const std::string& t);
 std::string mark_dispatched(const std::string& t, const std::string& leases);
 std::string delete_dispatched(const std::string& t, const std::string& leases);
 std::string record_failures(const std::string& t, const std::string& leases);

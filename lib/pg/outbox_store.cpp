@@ -2,6 +2,8 @@
 #include "pg/outbox_store.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "core/safe_text.hpp"
@@ -39,7 +41,14 @@ core::Result<int> changed(const core::Result<Rows>& rows, const char* context) {
 using std::chrono::microseconds;
 using std::chrono::system_clock;
 
-system_clock::time_point from_epoch_us(std::int64_t us) { return system_clock::time_point(microseconds(us)); }
+// A timestamptz in binary format: microseconds since 2000-01-01 00:00 UTC.
+// A claimed row's times are past (it is due), so they fit the clock; the
+// bound only keeps the sum defined.
+system_clock::time_point from_pg_timestamp(std::int64_t us) {
+  constexpr std::int64_t kPgEpochUs = 946'684'800'000'000;  // 2000-01-01 in Unix time
+  const auto latest = std::chrono::duration_cast<microseconds>(system_clock::duration::max()).count() - kPgEpochUs;
+  return system_clock::time_point(microseconds(std::min(us, latest) + kPgEpochUs));
+}
 
 core::OutboxMessage message_of(const Rows& rows, int r) {
   core::OutboxMessage m;
@@ -56,9 +65,9 @@ core::OutboxMessage message_of(const Rows& rows, int r) {
   if (!rows.is_null(r, sql::kHeaders)) m.headers_json = std::string(rows.text(r, sql::kHeaders));
   m.body = std::string(rows.text(r, sql::kBody));
   if (auto ttl = rows.optional_int64(r, sql::kTtlMs)) m.ttl = std::chrono::milliseconds(*ttl);
-  m.created_at = from_epoch_us(rows.int64(r, sql::kCreatedUs));
+  m.created_at = from_pg_timestamp(rows.int64(r, sql::kCreatedAt));
   // due_at only for scheduled rows: for immediate ones it says nothing.
-  if (rows.boolean(r, sql::kScheduled)) m.due_at = from_epoch_us(rows.int64(r, sql::kDueUs));
+  if (rows.boolean(r, sql::kScheduled)) m.due_at = from_pg_timestamp(rows.int64(r, sql::kDueAt));
   m.attempts = static_cast<int>(rows.int64(r, sql::kAttempts));
   m.partition = static_cast<int>(rows.int64(r, sql::kPartition));
   // A clock step on the server can make it negative: then it says nothing.
@@ -77,34 +86,79 @@ std::string not_allowed(const core::OutboxMessage& row) {
   return "destination \"" + row.destination + "\" is not in settings.allowed_destinations; not sent";
 }
 
+// The body and headers of a claimed set's larger rows, read by payloads():
+// the rows, and each one's index by id.
+struct LargeRows {
+  Rows rows;
+  std::unordered_map<core::RowId, int> index;
+};
+
+// A row that came without body and headers though they fit the largest
+// message: its payload is over the inline limit, and payloads() reads it.
+bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
+  return rows.is_null(r, sql::kBody) && rows.int64(r, sql::kPayloadBytes) <= max_payload &&
+         !rows.boolean(r, sql::kHeldBack);
+}
+
 // A statement's claimed rows, in its order: the rows, less those held back
 // behind a due timeout of their session, which go to `held_back` (id and
 // session). A row over the limit comes without body and headers: it is
-// returned unsendable. The first row past the byte budget ends the set:
-// it and the rows after it are left for the next claim. The result is taken
-// and freed once decoded: libpq's API gives its values only to copy out.
-core::ClaimedSet decode(Rows rows, std::int64_t max_message) {
+// returned unsendable. A larger row takes its body and headers from `large`;
+// one that payloads() found changed since (no longer pending) is left out,
+// and one past the byte budget ends the set: it and the rows after it are
+// left for the next claim. The result is taken and freed once decoded:
+// libpq's API gives its values only to copy out.
+core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& large) {
   core::ClaimedSet set;
   const std::int64_t max_payload = max_message - kPropertiesMargin;
   set.rows.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
-    const std::int64_t payload = rows.int64(r, sql::kPayloadBytes);
-    const bool withheld = rows.is_null(r, sql::kBody);
-    if (withheld && payload <= max_payload) {
-      set.budget_used = true;
-      break;
+    const core::RowId id = rows.int64(r, sql::kId);
+    std::optional<int> late;
+    if (read_later(rows, r, max_payload)) {
+      const auto found = large.index.find(id);
+      if (found != large.index.end() && large.rows.is_null(found->second, 2)) {
+        set.budget_used = true;
+        break;
+      }
+      if (found != large.index.end()) late = found->second;
     }
     ++set.read;
-    set.last_id = rows.int64(r, sql::kId);
+    set.last_id = id;
     if (rows.boolean(r, sql::kHeldBack)) {
-      set.held_back.push_back({set.last_id, std::string(rows.text(r, sql::kSessionId))});
+      set.held_back.push_back({id, std::string(rows.text(r, sql::kSessionId))});
       continue;
     }
+    if (read_later(rows, r, max_payload) && !late) continue;  // changed since the claim: not ours to send
     set.rows.push_back(message_of(rows, r));
-    if (withheld) set.rows.back().unsendable = too_large(payload, max_message);
-    if (!rows.boolean(r, sql::kDestinationAllowed)) set.rows.back().unsendable = not_allowed(set.rows.back());
+    core::OutboxMessage& row = set.rows.back();
+    if (late) {
+      if (!large.rows.is_null(*late, 1)) row.headers_json = std::string(large.rows.text(*late, 1));
+      row.body = std::string(large.rows.text(*late, 2));
+    } else if (rows.is_null(r, sql::kBody)) {
+      row.unsendable = too_large(rows.int64(r, sql::kPayloadBytes), max_message);
+    }
+    if (!rows.boolean(r, sql::kDestinationAllowed)) row.unsendable = not_allowed(row);
   }
   return set;
+}
+
+// The claim's own transaction has ended: a row may have changed since, and
+// payloads() reads only those still pending.
+// `statement` is the store's prepared payloads().
+core::Result<LargeRows> read_large_rows(Connection& connection, const std::string& statement, const Rows& claimed,
+                                        std::int64_t max_payload, std::int64_t budget) {
+  std::vector<core::RowId> ids;
+  for (int r = 0; r < claimed.size(); ++r) {
+    if (read_later(claimed, r, max_payload)) ids.push_back(claimed.int64(r, sql::kId));
+  }
+  LargeRows large;
+  if (ids.empty()) return large;
+  auto rows = connection.exec_prepared(statement, {int_array_literal(ids), std::to_string(budget)}, ResultFormat::binary);
+  if (!rows) return in_context("reading large rows", rows.error());
+  large.rows = std::move(rows).value();
+  for (int r = 0; r < large.rows.size(); ++r) large.index.emplace(large.rows.int64(r, 0), r);
+  return large;
 }
 
 // Whatever produced the error, PostgreSQL refuses invalid UTF-8 (22021) and
@@ -123,6 +177,7 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
   statements_ = {
       {prefix_ + "claim_immediate", sql::claim_immediate(quote_ident(schema_), table_)},
       {prefix_ + "claim_scheduled", sql::claim_scheduled(quote_ident(schema_), table_)},
+      {prefix_ + "payloads", sql::payloads(table_)},
       {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
       {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
       {prefix_ + "record_failures", sql::record_failures(table_, leases)},
@@ -156,20 +211,28 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
   const std::string known_ids = int_array_literal(known);
-  const std::string max_payload = std::to_string(bytes.max_message - kPropertiesMargin);
-  const std::string budget = std::to_string(std::max<std::int64_t>(bytes.budget, 1));
+  const std::int64_t max_payload = bytes.max_message - kPropertiesMargin;
+  // Half the budget is read inline, shared evenly by the rows of a full
+  // batch; the larger rows are read within the other half (outbox_sql.hpp).
+  const std::int64_t budget = std::max<std::int64_t>(bytes.budget / 2, 1);
+  const std::string inline_limit = std::to_string(std::min(max_payload, budget / limit));
   // Binary format for the rows: bodies arrive as their bytes, not as hex text
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
   auto results = connection_.exec_prepared_pipeline(
-      {{prefix_ + "claim_immediate", {set, count, std::to_string(after_id), known_ids, max_payload, budget},
+      {{prefix_ + "claim_immediate", {set, count, std::to_string(after_id), known_ids, inline_limit},
         ResultFormat::binary},
-       {prefix_ + "claim_scheduled", {set, count, known_ids, max_payload, budget}, ResultFormat::binary},
+       {prefix_ + "claim_scheduled", {set, count, known_ids, inline_limit}, ResultFormat::binary},
        {prefix_ + "time_to_next_due", {set}}});
   if (!results) return in_context("claiming rows", results.error());
+  const std::string payloads = prefix_ + "payloads";
+  auto immediate = read_large_rows(connection_, payloads, results.value()[0], max_payload, budget);
+  if (!immediate) return immediate.error();
+  auto scheduled = read_large_rows(connection_, payloads, results.value()[1], max_payload, budget);
+  if (!scheduled) return scheduled.error();
   core::ClaimedSets sets;
-  sets.immediate = decode(std::move(results.value()[0]), bytes.max_message);
-  sets.scheduled = decode(std::move(results.value()[1]), bytes.max_message);
+  sets.immediate = decode(std::move(results.value()[0]), bytes.max_message, immediate.value());
+  sets.scheduled = decode(std::move(results.value()[1]), bytes.max_message, scheduled.value());
   sets.next_due = wait_of(results.value()[2]);
   return sets;
 }

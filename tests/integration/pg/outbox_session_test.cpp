@@ -91,7 +91,7 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   must(daemon, "SET plan_cache_mode = " + mode);
   INFO("plan_cache_mode " << mode);
   const std::string known = "'{3,4,5}'";
-  const std::string bytes = ", 134209536, 16777216";  // largest payload, byte budget
+  const std::string bytes = ", 16384";  // largest payload read inline
   const std::string immediate =
       plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + bytes + ")");
   INFO(immediate);
@@ -121,4 +121,26 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   const std::string mark = plan(daemon, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
   INFO(mark);
   CHECK_THAT(mark, Catch::Contains("messages_pkey"));
+}
+
+TEST_CASE("the daemon's session plans each statement once, however often it runs", "[pg][store]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  insert(setup, {"due", "s"});
+  insert(setup, {"timeout", "s", "now() - interval '1 minute'", "now() - interval '1 second'"});
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  // Planning the claim afresh on every call cost about 2 ms, more than running it.
+  for (int i = 0; i < 8; ++i) REQUIRE(store.claim(all_partitions(), 10, 0).ok());
+  const Rows plans = must(daemon,
+                          "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements "
+                          "WHERE name IN ('outboxd.outbox.claim_immediate', 'outboxd.outbox.claim_scheduled', "
+                          "'outboxd.outbox.time_to_next_due') ORDER BY name");
+  REQUIRE(plans.size() == 3);
+  for (int i = 0; i < plans.size(); ++i) {
+    INFO(plans.text(i, 0));
+    CHECK(plans.int64(i, 1) == 8);
+    CHECK(plans.int64(i, 2) == 0);
+  }
 }
