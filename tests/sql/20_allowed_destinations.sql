@@ -3,16 +3,22 @@ SELECT sqltest.writer_login('app_a');
 
 BEGIN;
 SET search_path = public;
-SELECT plan(17);
+SELECT plan(19);
 
 SELECT is((SELECT allowed_destinations FROM outbox.settings), NULL, 'unset by default');
+-- What the insert trigger calls per row: nothing beyond its own test while the list is unset (018).
+SET LOCAL track_functions = 'all';
 SELECT lives_ok($$SELECT outbox.enqueue('anything-at-all', 'n-1')$$, 'unset: any plain name, as before');
+SELECT is((SELECT sum(calls) FROM pg_stat_xact_user_functions WHERE funcname IN ('destination_allowed', 'plain_name_allowed')),
+  NULL, 'unset: an insert calls neither destination_allowed() nor plain_name_allowed() (018)');
 SELECT is(sqltest.try_login('app_a', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('n-2', 'whatever')$$),
   'ok', 'unset: a plain INSERT of any name too');
 
 UPDATE outbox.settings SET allowed_destinations = '{orders,billing.*}';
 SELECT lives_ok($$SELECT outbox.enqueue('orders', 'n-3'), outbox.enqueue('billing.invoices', 'n-4')$$,
   'an exact name, and a name under a prefix');
+SELECT cmp_ok((SELECT sum(calls) FROM pg_stat_xact_user_functions WHERE funcname = 'destination_allowed'), '>=', 2::numeric,
+  'set: each insert of a plain name asks destination_allowed()');
 SELECT throws_ok($$SELECT outbox.enqueue('orders2', 'n-5')$$, '23514',
   'new row for relation "messages" violates check constraint "messages_destination_valid"',
   'an exact entry is not a prefix: enqueue refuses');
