@@ -15,6 +15,9 @@ Workloads:
   steady  WRITERS pgbench clients enqueue RATE rows/s for SECONDS, one row per
           transaction, while the daemon dispatches them; commit->consumer p50/p99
           from a C++ consumer that reads each body's clock_timestamp()
+  writers WRITERS pgbench clients calling outbox.enqueue(), one row per
+          transaction, against the same clients inserting into a bare table with
+          the same columns and primary key (no daemon); transactions/s
 
 For each run: PostgreSQL CPU per row (utime + stime of every server process,
 from /proc, less the backend this script probes through), WAL bytes per row
@@ -63,7 +66,7 @@ def parse_args():
     p.add_argument("--rate", type=int, default=1000)
     p.add_argument("--writers", type=int, default=8)
     p.add_argument("--seconds", type=int, default=30)
-    p.add_argument("--workloads", default="drain,keep,steady")
+    p.add_argument("--workloads", default="drain,keep,steady,writers")
     return p.parse_args()
 
 
@@ -284,6 +287,37 @@ class Runner:
             db.close()
             self.drop_queue(queue)
 
+    def writers(self, binary):
+        """Enqueue throughput of WRITERS pgbench clients, one row per transaction, no daemon
+        running: outbox.enqueue() into the outbox against a plain INSERT into a bare table with
+        the same columns and primary key, alternating, SECONDS/3 each."""
+        a = self.args
+        db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
+        try:
+            db.sql("CREATE TABLE public.bare (LIKE outbox.messages INCLUDING DEFAULTS INCLUDING IDENTITY)")
+            # The partition the outbox's trigger derives: a constant here, as a bare table has no trigger.
+            db.sql("ALTER TABLE public.bare ADD PRIMARY KEY (id), ALTER COLUMN partition SET DEFAULT 0")
+            db.sql(f'GRANT INSERT ON public.bare TO "{db.writer}"')
+            body = "convert_to(lpad('x', %d, 'x'), 'UTF8')" % a.body
+            scripts = {"enqueue": "SELECT outbox.enqueue(destination => 'writers', message_id => gen_random_uuid()::text, "
+                                  f"session_id => 's' || (random() * {a.sessions})::int, body => {body});\n",
+                       "bare": "INSERT INTO public.bare (message_id, destination, session_id, body) VALUES "
+                               f"(gen_random_uuid()::text, 'writers', 's' || (random() * {a.sessions})::int, {body});\n"}
+            tps = {name: [] for name in scripts}
+            for _ in range(2):
+                for name, text in scripts.items():
+                    path = os.path.join(self.tmp, f"{db.name}-{name}.sql")
+                    with open(path, "w") as f:
+                        f.write(text)
+                    out = subprocess.run(["pgbench", "-n", "-c", str(a.writers), "-j", "2", "-T",
+                                          str(max(a.seconds // 3, 3)), "-f", path], check=True, capture_output=True,
+                                         text=True, env=dict(os.environ, PGDATABASE=db.name, PGUSER=db.writer)).stdout
+                    tps[name].append(float(out.split("tps = ")[1].split()[0]))
+            enqueue, bare = statistics.median(tps["enqueue"]), statistics.median(tps["bare"])
+            return {"enqueue_tps": enqueue, "bare_tps": bare, "of_bare": enqueue / bare}
+        finally:
+            db.close()
+
     def floor(self):
         """Read 1,000 pending rows in id order through a partial index, delete them by id; repeat."""
         a = self.args
@@ -311,6 +345,13 @@ class Runner:
         finally:
             db.close()
 
+    def run_workload(self, workload, binary):
+        if workload == "steady":
+            return self.steady(binary)
+        if workload == "writers":
+            return self.writers(binary)
+        return self.drain(binary, "keep" if workload == "keep" else "delete")
+
     def run(self):
         a = self.args
         sides = [s.split("=", 1) for s in a.side]
@@ -323,8 +364,7 @@ class Runner:
             for label, binary in order:
                 for w in workloads:
                     try:
-                        r = self.steady(binary) if w == "steady" else self.drain(binary, "keep" if w == "keep"
-                                                                                 else "delete")
+                        r = self.run_workload(w, binary)
                     except RunFailed as e:
                         failures.setdefault((label, w), str(e))
                         print(f"pair {pair + 1} {label:>12} {w:6} failed: {e}", flush=True)
@@ -356,18 +396,21 @@ class Runner:
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         figures = {"rate": "rows/s", "p50": "commit->consumer p50 (ms)", "p99": "commit->consumer p99 (ms)",
                    "pg_cpu_us": "PostgreSQL CPU per row (us)", "wal_bytes": "WAL per row (B)",
-                   "outboxd_cpu_us": "outboxd CPU per row (us)", "rss_mib": "outboxd peak RSS (MiB)"}
+                   "outboxd_cpu_us": "outboxd CPU per row (us)", "rss_mib": "outboxd peak RSS (MiB)",
+                 "enqueue_tps": "enqueue() transactions/s", "bare_tps": "bare table INSERTs/s",
+                 "of_bare": "enqueue() / bare table"}
         kinds = {"drain": ("rate", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
-                 "steady": ("p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib")}
+                 "steady": ("p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
+                 "writers": ("enqueue_tps", "bare_tps", "of_bare")}
         failed = [f"{w} failed: {why}" for (label, w), why in failures.items() if label == head]
         for w in workloads:
-            for key in kinds["steady" if w == "steady" else "drain"]:
+            for key in kinds.get(w, kinds["drain"]):
                 b, h = median(base, w, key), median(head, w, key)
                 ratio = f"{h / b:.2f}" if b and h is not None else ""
                 at_floor = w == "drain" and key in floor and h is not None
                 print(f"| {w} | {figures[key]} | {cell(b)} | {cell(h)} | {ratio} | "
                       + (f"{floor[key]:,.1f} | {h / floor[key]:.2f} |" if at_floor else " | |"))
-                if w != "steady" and ratio and ((key == "rate" and h / b < 0.97) or
+                if w in ("drain", "keep") and ratio and ((key == "rate" and h / b < 0.97) or
                                                 (key in ("pg_cpu_us", "wal_bytes") and h / b > 1.05)):
                     failed.append(f"{w} {figures[key]} {ratio}x {base}'s")
         for (label, w), why in failures.items():

@@ -2,7 +2,7 @@
 # Same-run A/B gate: builds two versions of outboxd in Release and runs them alternately on one machine.
 #
 #   bench/compare.sh [--pairs N] [--rows N] [--sessions K] [--rate R] [--writers W] [--seconds S]
-#                    [--workloads drain,keep,steady] BASE [HEAD]
+#                    [--workloads drain,keep,steady,writers] BASE [HEAD]
 #
 # BASE and HEAD are git refs; HEAD defaults to the working tree as it is. Each is
 # built (target outboxd only) into .scratch/compare/<commit>/ (the working tree
