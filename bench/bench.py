@@ -77,7 +77,7 @@ def parse_args():
     p.add_argument("--rows", type=int, default=50000)
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--window", type=int, default=1000)
-    p.add_argument("--batch", type=int, default=500)
+    p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--body", type=int, default=500)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--broker", default="rabbitmq", choices=["rabbitmq", "artemis"])

@@ -111,7 +111,7 @@ struct OutboxConfig {
 };
 
 struct DispatchConfig {
-  int batch_size = 500;           // rows per claim and per mark
+  int batch_size = 1000;          // rows per claim and per mark
   int in_flight = 1000;           // deliveries awaiting an outcome, all destinations
   int per_session_in_flight = 1;  // 1 = strict per-session order
   int max_attempts = 10;          // rejects before a row is parked
