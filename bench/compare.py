@@ -387,7 +387,9 @@ class Runner:
             return statistics.median(r[key] for r in runs) if runs and key in runs[0] else None
 
         def cell(value):
-            return "failed" if value is None else f"{value:,.1f}"
+            if value is None:
+                return "failed"
+            return f"{value:.2f}" if abs(value) < 10 else f"{value:,.1f}"
 
         floor = {k: statistics.median(f[k] for f in floors) for k in floors[0]} if floors else {}
         print(f"\nmedians of {a.pairs} alternating pairs; drain: {a.rows} rows in {a.sessions} sessions, "
