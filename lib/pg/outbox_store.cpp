@@ -114,8 +114,9 @@ core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& la
   set.rows.reserve(static_cast<std::size_t>(rows.size()));
   for (int r = 0; r < rows.size(); ++r) {
     const core::RowId id = rows.int64(r, sql::kId);
+    const bool later = read_later(rows, r, max_payload);
     std::optional<int> late;
-    if (read_later(rows, r, max_payload)) {
+    if (later) {
       const auto found = large.index.find(id);
       if (found != large.index.end() && large.rows.is_null(found->second, 2)) {
         set.budget_used = true;
@@ -129,7 +130,7 @@ core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& la
       set.held_back.push_back({id, std::string(rows.text(r, sql::kSessionId))});
       continue;
     }
-    if (read_later(rows, r, max_payload) && !late) continue;  // changed since the claim: not ours to send
+    if (later && !late) continue;  // changed since the claim: not ours to send
     set.rows.push_back(message_of(rows, r));
     core::OutboxMessage& row = set.rows.back();
     if (late) {
@@ -154,7 +155,8 @@ core::Result<LargeRows> read_large_rows(Connection& connection, const std::strin
   }
   LargeRows large;
   if (ids.empty()) return large;
-  auto rows = connection.exec_prepared(statement, {int_array_literal(ids), std::to_string(budget)}, ResultFormat::binary);
+  auto rows =
+      connection.exec_prepared(statement, {int_array_literal(ids), std::to_string(budget)}, ResultFormat::binary);
   if (!rows) return in_context("reading large rows", rows.error());
   large.rows = std::move(rows).value();
   for (int r = 0; r < large.rows.size(); ++r) large.index.emplace(large.rows.int64(r, 0), r);
