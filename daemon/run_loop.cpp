@@ -190,7 +190,7 @@ void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
     return;
   }
   next_due_.reset();
-  if (claimed.next_due) next_due_ = clock_.now() + *claimed.next_due;
+  if (claimed.next_due) next_due_ = core::saturating_add(clock_.now(), *claimed.next_due);
   if (notify_policy_.busy()) {
     // Rows pour in: writers need not NOTIFY, we look again shortly.
     if (notify_armed_) arm_notify(false);

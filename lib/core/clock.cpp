@@ -4,6 +4,17 @@
 
 namespace outboxd::core {
 
+SteadyTime saturating_add(SteadyTime from, std::chrono::milliseconds wait) {
+  if (wait <= std::chrono::milliseconds::zero()) return from;
+  // What is left of the clock's range after `from`, in whole milliseconds
+  // (rounded down, so the sum below cannot overflow). Before the epoch, the
+  // whole range of a duration is left, and more.
+  const auto left = std::chrono::floor<std::chrono::milliseconds>(
+      from.time_since_epoch() < Duration::zero() ? Duration::max() : SteadyTime::max() - from);
+  if (wait >= left) return SteadyTime::max();
+  return from + wait;
+}
+
 const char* to_string(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::transient: return "transient";

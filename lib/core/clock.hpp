@@ -9,6 +9,13 @@ namespace outboxd::core {
 using SteadyTime = std::chrono::steady_clock::time_point;
 using Duration = std::chrono::steady_clock::duration;
 
+// `from` + `wait`, or SteadyTime::max() where that lies beyond the clock's
+// range. Waits come from the database, where a due time may be any finite
+// timestamptz (up to the year 294276, about 9.2e15 ms away) and a nanosecond
+// steady_clock ends 292 years after boot: added plainly, such a time
+// overflowed into the past and the loop claimed again at once, forever.
+SteadyTime saturating_add(SteadyTime from, std::chrono::milliseconds wait);
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -106,6 +106,50 @@ def test_row_moved_earlier_arrives_at_its_new_time_while_busy(workdir, database,
     assert -0.002 <= lateness < 0.1, f"arrived {lateness:.3f} s after its new due time"
 
 
+def cpu_seconds(pid):
+    """User and system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# The largest finite timestamptz: enqueue() and reschedule() accept it.
+LARGEST_TIMESTAMP = "294276-12-31 23:59:59.999999+00"
+
+
+def test_timeouts_centuries_ahead_cost_nothing_while_they_wait(workdir, database, broker):
+    """A due time past the end of the daemon's clock (300 years, the largest timestamp) is a long wait, not a spin."""
+    queue = unique("far")
+    consumer = Consumer(broker, queue)
+    config, daemon = start_daemon(workdir, database, broker)
+    try:
+        attach(database, consumer, queue)
+        with database.writer() as conn, conn.cursor() as cur:
+            cur.execute("SELECT now() + interval '300 years'")
+            enqueue(cur, queue, "in-300-years", b"later", due_at=cur.fetchone()[0])
+            enqueue(cur, queue, "moved-to-the-end", b"later", due_at=LARGEST_TIMESTAMP)
+            enqueue(cur, queue, "moved-there", b"later", due_at="2030-01-01 00:00+00")
+            cur.execute("SELECT outbox.reschedule('moved-there', %s)", (LARGEST_TIMESTAMP,))
+            assert cur.fetchone()[0] is True
+        time.sleep(1)  # the claims that follow the commits
+        used = cpu_seconds(daemon.process.pid)
+        time.sleep(4)
+        used = cpu_seconds(daemon.process.pid) - used
+        assert used < 0.2, f"{used:.2f} s of CPU in 4 s while every row waits for centuries"
+        assert consumer.quiet_for(0.5) == []
+        # Still waiting, not lost: moved to now, each arrives.
+        with database.writer() as conn, conn.cursor() as cur:
+            for message_id in ("in-300-years", "moved-to-the-end", "moved-there"):
+                cur.execute("SELECT outbox.reschedule(%s, now())", (message_id,))
+                assert cur.fetchone()[0] is True
+        got = consumer.receive(3, timeout=10)
+        assert sorted(m.id for m in got) == ["in-300-years", "moved-there", "moved-to-the-end"]
+        assert daemon.alive()
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+
+
 def test_rows_rescheduled_while_they_fall_due_are_sent_once_each(workdir, database, broker):
     """Each row either stays with the claim (reschedule false, or NULL once sent and deleted; sent at
     its old time) or moves (true, sent at its new time): never both, never neither."""

@@ -117,6 +117,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
       ++sets.immediate.read;
       sets.immediate.last_id = id;
     }
+    if (sets.immediate.read < static_cast<std::size_t>(limit)) sets.next_due = next_due;
     return sets;
   }
   core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode,
@@ -198,6 +199,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   bool released_all = false;
   bool deregistered = false;
   int claims = 0;
+  std::optional<std::chrono::milliseconds> next_due;  // what a short claim says of the next scheduled row
   core::ClaimBytes last_claim_bytes;
   int losses = 0;
   std::optional<core::Error> connect_error;

@@ -59,6 +59,27 @@ TEST_CASE("Run loop: caught up, it arms NOTIFY, and a notified row is claimed wi
   CHECK(f.stop() == 0);
 }
 
+TEST_CASE("Run loop: a row due centuries ahead costs nothing while it waits", "[daemon][run_loop]") {
+  auto config = test_config();
+  config.dispatch.poll_interval = std::chrono::hours(1);
+  for (const auto wait : {std::chrono::milliseconds(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::years(300))),
+                          std::chrono::milliseconds(9'222'521'847'121'565)}) {  // the largest timestamptz
+    LoopFixture f(config);
+    f.database.next_due = wait;
+    f.database.insert();
+    REQUIRE(f.turn_until([&] { return f.all(Status::dispatched) && f.database.armed; }));
+    const auto claims = f.database.claims;
+    const auto before = f.clock.now();
+    for (int i = 0; i < 100; ++i) REQUIRE(f.loop.iterate());
+    // Only the hourly poll claims; the loop slept between its timers.
+    const auto polls = std::chrono::floor<std::chrono::hours>(f.clock.now() - before).count();
+    CHECK(f.database.claims - claims <= polls + 1);
+    CHECK(f.clock.now() - before > std::chrono::minutes(10));
+    CHECK(f.stop() == 0);
+  }
+}
+
 TEST_CASE("Run loop: a rejected row is retried after its backoff and parked at max_attempts",
           "[daemon][run_loop]") {
   LoopFixture f;
