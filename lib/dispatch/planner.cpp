@@ -10,6 +10,10 @@ namespace {
 
 // Limits below 1 would stop all progress; the config layer rejects them, and
 // the planner bends them to the nearest value that still works.
+// Destinations remembered with their latest turn before those behind the
+// turn going out are forgotten.
+constexpr std::size_t kTurnsKept = 1024;
+
 PlannerPolicy normalized(PlannerPolicy policy) {
   policy.window = std::max<std::size_t>(policy.window, 1);
   policy.per_session_in_flight = std::max<std::size_t>(policy.per_session_in_flight, 1);
@@ -52,19 +56,44 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
     }
     const int attempts = held.message.attempts;
     const std::size_t bytes = payload_bytes(held.message);
-    rows_.emplace(id, Row{.held = std::move(held), .bytes = bytes, .session = session, .attempts = attempts});
+    const std::uint64_t turn = take_turn(held.message.destination);
+    rows_.emplace(id, Row{.held = std::move(held),
+                          .bytes = bytes,
+                          .session = session,
+                          .attempts = attempts,
+                          .turn = turn});
     held_bytes_ += bytes;
     ++added;
     if (session != nullptr) {
       session->queue.push_fresh(id);
       schedule(*session, now);
     } else {
-      ready_.push({id, nullptr});
+      push_ready(id, nullptr);
     }
   }
   prune_timers();
   return added;
 }
+
+// Fair share between destinations (start-time fair queueing): each row
+// takes its destination's next turn, no earlier than the turn going out now,
+// and rows go out in turn order. A destination with a backlog held has taken
+// turns far ahead; a row of another destination takes the next turn and goes
+// out before that backlog's later rows, while rows of one destination keep
+// their order. Only rows of different sessions change places: a session's
+// rows go out in its queue's order whatever their turns.
+std::uint64_t Planner::take_turn(const std::string& destination) {
+  // Destinations whose turns have all gone out weigh nothing: forget them
+  // now and then, so that the map holds the destinations with rows waiting.
+  if (last_turns_.size() > kTurnsKept) {
+    std::erase_if(last_turns_, [this](const auto& entry) { return entry.second <= turn_now_; });
+  }
+  auto& last = last_turns_[destination];
+  last = std::max(last, turn_now_) + 1;
+  return last;
+}
+
+void Planner::push_ready(core::RowId id, Session* session) { ready_.push({rows_.at(id).turn, id, session}); }
 
 std::size_t Planner::claim_room() const {
   const std::size_t known = rows_.size() + pending_.dispatched.size();
@@ -83,6 +112,7 @@ std::vector<core::RowId> Planner::take_ready() {
   while (room && in_flight_ < policy_.window && !ready_.empty()) {
     const ReadyEntry entry = ready_.top();
     ready_.pop();
+    turn_now_ = std::max(turn_now_, entry.turn);
     if (entry.session == nullptr) {
       room = take_loose(entry.key, now, out);
     } else {
@@ -161,7 +191,7 @@ void Planner::promote_due(core::SteadyTime now) {
     Row& row = it->second;
     row.timer_armed = false;
     if (row.session == nullptr) {
-      ready_.push({entry.id, nullptr});
+      push_ready(entry.id, nullptr);
     } else {
       schedule(*row.session, now);
     }
@@ -178,7 +208,7 @@ bool Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core:
   }
   if (park_if_unsendable(it)) return true;
   if (!fits(it->second)) {
-    ready_.push({id, nullptr});
+    push_ready(id, nullptr);
     return false;
   }
   hand_out(id, it->second, out);
@@ -193,7 +223,7 @@ bool Planner::take_from_session(Session& session, core::RowId key, core::SteadyT
     Row& row = it->second;
     if (row.retry_at <= now) {
       if (!row.held.message.unsendable && !fits(row)) {
-        ready_.push({key, &session});  // still in the heap
+        push_ready(key, &session);  // still in the heap
         return false;
       }
       session.queue.pop_front();
@@ -245,7 +275,7 @@ void Planner::schedule(Session& session, core::SteadyTime now) {
   if (row.retry_at > now) {
     arm(head, row);
   } else if (!session.in_ready_heap) {
-    ready_.push({head, &session});
+    push_ready(head, &session);
     session.in_ready_heap = true;
   }
 }
@@ -264,7 +294,7 @@ void Planner::requeue(RowMap::iterator it, core::SteadyTime retry_at, core::Stea
     row.session->queue.push_returned(it->first);
     schedule(*row.session, now);
   } else if (retry_at <= now) {
-    ready_.push({it->first, nullptr});
+    push_ready(it->first, nullptr);
   } else {
     arm(it->first, row);
   }

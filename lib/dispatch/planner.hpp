@@ -161,6 +161,7 @@ class Planner {
     int attempts = 0;             // persisted attempts, plus failures recorded since
     int releases = 0;             // consecutive released/unknown outcomes
     std::uint32_t generation = 0; // session generation when handed out
+    std::uint64_t turn = 0;       // its destination's turn: see take_turn()
     bool in_flight = false;
     bool timer_armed = false;     // timers_ holds {retry_at, id}
     bool orphaned = false;        // in flight when its partition was dropped
@@ -177,10 +178,14 @@ class Planner {
 
   // A session whose head can go out, keyed by that head's id; or (session
   // null) a row without session. Entries may be stale and are checked on pop.
+  // They go out in turn order, then id order.
   struct ReadyEntry {
+    std::uint64_t turn;
     core::RowId key;
     Session* session;
-    bool operator>(const ReadyEntry& other) const { return key > other.key; }
+    bool operator>(const ReadyEntry& other) const {
+      return turn != other.turn ? turn > other.turn : key > other.key;
+    }
   };
 
   struct TimerEntry {
@@ -191,6 +196,8 @@ class Planner {
 
   using RowMap = std::unordered_map<core::RowId, Row>;
 
+  std::uint64_t take_turn(const std::string& destination);
+  void push_ready(core::RowId id, Session* session);
   void promote_due(core::SteadyTime now);
   bool take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
   bool take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
@@ -225,6 +232,8 @@ class Planner {
   std::unordered_map<core::RowId, std::size_t> failure_at_;  // index in pending_.failures
   std::vector<Session*> parked_sessions_;               // parks not yet persisted
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
+  std::uint64_t turn_now_ = 0;                                  // the turn of the last entry taken
+  std::unordered_map<std::string, std::uint64_t> last_turns_;  // destination: its latest row's turn
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
   std::size_t in_flight_bytes_ = 0;

@@ -43,10 +43,11 @@ struct RowRef {
   std::string session;
   int attempts = 0;
   int partition = 0;
+  std::string destination;
 };
 
 inline RowRef row(core::RowId id, std::string session = "", int attempts = 0, int partition = 0) {
-  return {id, std::move(session), attempts, partition};
+  return {id, std::move(session), attempts, partition, ""};
 }
 
 // The rows as the planner holds them, without payload.
@@ -59,6 +60,7 @@ inline std::vector<HeldRow> held(const std::vector<RowRef>& rows) {
     if (!ref.session.empty()) h.message.session_id = ref.session;
     h.message.attempts = ref.attempts;
     h.message.partition = ref.partition;
+    h.message.destination = ref.destination;
     out.push_back(std::move(h));
   }
   return out;

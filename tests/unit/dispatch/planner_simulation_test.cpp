@@ -145,7 +145,7 @@ class Simulation {
         continue;
       }
       if (behind_park(id, r)) continue;
-      rows.push_back({id, r.session, r.attempts, 0});
+      rows.push_back({id, r.session, r.attempts, 0, ""});
     }
     std::size_t expected = 0;
     for (const RowRef& ref : rows) {
