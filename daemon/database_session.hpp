@@ -52,8 +52,9 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
 
   // RowStore
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
-                                        std::span<const core::RowId> known, const core::ClaimBytes& bytes) override {
-    return store_->claim(partitions, limit, after_id, known, bytes);
+                                        std::span<const core::RowId> known, const core::ClaimBytes& bytes,
+                                        const core::LaneRequest& lanes) override {
+    return store_->claim(partitions, limit, after_id, known, bytes, lanes);
   }
   core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                     std::string_view owner) override {

@@ -172,7 +172,7 @@ void RunLoop::claim_rows() {
   const core::ClaimBytes bytes{config::max_message_bytes(config_),
                                static_cast<std::int64_t>(request.statement_bytes)};
   auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
-                               request.known, bytes);
+                               request.known, bytes, request.lanes);
   if (!sets) return fail_database(sets.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   const auto claimed = book_.on_claim(std::move(sets).value(), request, started);

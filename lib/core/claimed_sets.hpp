@@ -38,12 +38,24 @@ struct ClaimBytes {
   std::int64_t budget = std::numeric_limits<std::int64_t>::max();  // payload bytes per statement, at least one row
 };
 
-// The claim's three statements, sent in one pipeline: immediate rows in id
-// order, due scheduled rows in due order, and the wait until the next one.
+// The claim by destination, asked for beside the id-order claim while that
+// one reads a backlog: the first rows of every other destination, so that a
+// backlog in one destination holds back no other.
+struct LaneRequest {
+  std::size_t limit = 0;          // rows in all; 0: not asked for
+  std::size_t per_lane = 0;       // rows of any one destination
+  std::string after;              // destinations from just after this name; "" for all
+  std::vector<std::string> skip;  // the backlog's destinations, which the id-order claim reads
+};
+
+// The claim's statements, sent in one pipeline: immediate rows in id order,
+// due scheduled rows in due order, the wait until the next one, and when
+// asked for, immediate rows by destination (in destination order).
 struct ClaimedSets {
   ClaimedSet immediate;
   ClaimedSet scheduled;
   std::optional<std::chrono::milliseconds> next_due;
+  ClaimedSet lanes;
 };
 
 }  // namespace outboxd::core

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/claimed_sets.hpp"
@@ -22,15 +23,24 @@ struct Claim {
   // later rows are held back until the next pass finds them.
   std::vector<core::HeldBackRow> held_back;
   std::optional<std::chrono::milliseconds> next_due;  // as of the claim
+  // Of a full immediate batch, its destinations (a backlog's): the claim by
+  // destination leaves them to the id-order pass. At most kBacklogDestinations.
+  std::vector<std::string> backlog_destinations;
+  // The claim by destination was full: the next goes on after this destination.
+  std::optional<std::string> lanes_after;
   bool more() const { return immediate_full || scheduled_full; }
 };
 
-// Merges the immediate and the scheduled rows by id. A full immediate batch
+inline constexpr std::size_t kBacklogDestinations = 32;
+
+// Merges the immediate, the scheduled and the rows by destination by id, each
+// row once. A full immediate batch
 // (`limit` rows, or its byte budget used) may have left out rows above its last id; a scheduled row
 // above that id waits for the next claim too, so that no session sees a
 // higher id before a lower one. Fullness and the cursor count the rows held
 // back too: the pass moves past them (they are found again by the next pass
-// or the next claim after their timeout is marked).
-Claim merge_claim(core::ClaimedSets sets, std::size_t limit);
+// or the next claim after their timeout is marked). Rows by destination are
+// not cut: the claim kept each behind any unclaimed earlier row of its session.
+Claim merge_claim(core::ClaimedSets sets, std::size_t limit, std::size_t lanes_limit = 0);
 
 }  // namespace outboxd::dispatch

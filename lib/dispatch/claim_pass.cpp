@@ -2,6 +2,7 @@
 #include "dispatch/claim_pass.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace outboxd::dispatch {
 
@@ -24,9 +25,16 @@ bool ClaimPass::waits(core::RowId id, const std::optional<std::string>& session)
   return held != passed_over_.end() && id > held->second;
 }
 
+void ClaimPass::on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after) {
+  backlog_destinations_ = std::move(backlog_destinations);
+  lanes_after_ = lanes_after.value_or("");
+}
+
 void ClaimPass::restart() {
   cursor_ = 0;
   passed_over_.clear();
+  backlog_destinations_.clear();
+  lanes_after_.clear();
 }
 
 }  // namespace outboxd::dispatch

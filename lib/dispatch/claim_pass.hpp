@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/outbox_message.hpp"
 
@@ -23,6 +24,14 @@ class ClaimPass {
   // After a claim: `full` when its immediate batch hit the limit, `last_id`
   // that batch's last id.
   void on_claim(bool full, core::RowId last_id);
+  // While the pass reads a backlog (its last claim was full), each claim also
+  // reads the first rows of every other destination, visiting them in name
+  // order round the claims: the backlog's destinations, and where the next
+  // claim by destination starts.
+  bool in_backlog() const { return cursor_ != 0; }
+  const std::vector<std::string>& backlog_destinations() const { return backlog_destinations_; }
+  const std::string& lanes_after() const { return lanes_after_; }
+  void on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after);
   // The claim moved past this row of `session` (held back behind a due timeout).
   void pass_over(core::RowId id, const std::string& session);
   // A claimed row waits for the next pass: a lower row of its session was passed over.
@@ -34,6 +43,8 @@ class ClaimPass {
  private:
   core::RowId cursor_ = 0;
   std::unordered_map<std::string, core::RowId> passed_over_;  // session: lowest id passed over
+  std::vector<std::string> backlog_destinations_;
+  std::string lanes_after_;
 };
 
 }  // namespace outboxd::dispatch

@@ -9,6 +9,15 @@
 
 namespace outboxd::dispatch {
 
+namespace {
+
+// The claim by destination's share of a claim's rows (1 in kLaneShare) while
+// the pass reads a backlog: enough for the first rows of the destinations
+// besides it, little taken from the backlog's own rate.
+constexpr std::size_t kLaneShare = 8;
+
+}  // namespace
+
 RowBook::RowBook(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random)
     : planner_(std::move(policy), clock, random) {}
 
@@ -23,9 +32,20 @@ void RowBook::restart_pass() {
 RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t claim_bytes) const {
   const std::size_t bytes = std::min(claim_bytes, planner_.byte_room());
   ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {},
-                       std::max<std::size_t>(bytes / 2, 1)};
+                       std::max<std::size_t>(bytes / 2, 1), {}};
+  const bool by_destination = pass_.in_backlog() && request.limit >= 2;
+  if (by_destination) {
+    request.lanes.limit = std::max<std::size_t>(1, request.limit / kLaneShare);
+    request.limit -= request.lanes.limit;
+    request.lanes.per_lane = std::max<std::size_t>(1, request.lanes.limit / 2);
+    request.lanes.after = pass_.lanes_after();
+    request.lanes.skip = pass_.backlog_destinations();
+  }
+  // The claim by destination reads rows below the cursor too.
   planner_.for_each_known([&](const HeldRow& held) {
-    if (held.message.id > pass_.cursor() || held.message.due_at) request.known.push_back(held.message.id);
+    if (by_destination || held.message.id > pass_.cursor() || held.message.due_at) {
+      request.known.push_back(held.message.id);
+    }
   });
   return request;
 }
@@ -36,7 +56,7 @@ bool RowBook::room_for_claim(std::size_t batch_size) const {
 
 RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& request, core::SteadyTime started) {
   Claimed claimed;
-  auto claim = merge_claim(std::move(sets), request.limit);
+  auto claim = merge_claim(std::move(sets), request.limit, request.lanes.limit);
   claimed.rows = claim.rows.size();
   // A row held back behind a due timeout is passed over by this pass; its
   // session's later rows must wait for the next pass too, or they would
@@ -51,6 +71,7 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   }
   claimed.added = planner_.add(std::move(rows));
   pass_.on_claim(claim.immediate_full, claim.last_immediate_id);
+  if (claim.immediate_full) pass_.on_lanes(std::move(claim.backlog_destinations), std::move(claim.lanes_after));
   claimed.more = claim.more();
   if (!claimed.more) {
     claim_may_find_rows_ = false;

@@ -37,6 +37,7 @@ class RowBook {
     core::RowId after_id = 0;          // the pass's cursor
     std::vector<core::RowId> known;    // rows the claim could return again: leave them out
     std::size_t statement_bytes = 0;   // the byte budget of each statement
+    core::LaneRequest lanes;           // while the pass reads a backlog: a share of `limit` by destination
   };
   bool claim_may_find_rows() const { return claim_may_find_rows_; }
   void expect_rows() { claim_may_find_rows_ = true; }
@@ -48,7 +49,9 @@ class RowBook {
   bool room_for_claim(std::size_t batch_size) const;
   // At most `claim_bytes` of payload, and no more than the in-flight bytes
   // leave room for; each of the claim's two statements reads half of that,
-  // and at least one row.
+  // and at least one row. While the pass reads a backlog, an eighth of the
+  // rows goes to the claim by destination, so that a row of any other
+  // destination is claimed by the next claim after its commit.
   ClaimRequest claim_request(std::size_t batch_size,
                              std::size_t claim_bytes = std::numeric_limits<std::size_t>::max()) const;
 

@@ -162,6 +162,47 @@ std::string claim_scheduled(const std::string& s, const std::string& t) {
                        "m.due_at, m.id", " LIMIT $2 FOR UPDATE OF m SKIP LOCKED");
 }
 
+namespace {
+
+// An immediate pending row, as messages_lane_idx holds it.
+std::string in_lane(const char* alias) {
+  const std::string a(alias);
+  return a + ".status = 'pending' AND " + a + ".due_at <= " + a + ".created_at";
+}
+
+// A row claimed by destination overtakes no unclaimed earlier row of its
+// session in another destination: such a row (pending and due, not in $3)
+// holds it back until it is claimed. Earlier rows of its own destination come
+// first in the same lane. messages_session_pending_idx; a session's earlier
+// pending rows are few, as strict order lets one go out at a time.
+std::string session_in_order(const std::string& t) {
+  return "(m.session_id IS NULL OR NOT EXISTS (SELECT 1 FROM " + t + " e WHERE e.session_id = m.session_id "
+         "AND e.status = 'pending' AND e.id < m.id AND e.destination <> m.destination "
+         "AND (e.due_at <= e.created_at OR e.due_at <= now()) AND e.id NOT IN (SELECT unnest($3::bigint[]))))";
+}
+
+}  // namespace
+
+// messages_lane_idx: the destinations with immediate pending rows, in name
+// order from just after $6 (a recursive walk, one index descent each, at most
+// 1,000), leaving out those in $5 (the backlog the id-order pass reads); of
+// each, its first $7 claimable rows in id order. At most $2 rows, in lane
+// order: the walk stops as soon as they are found. $4 is the largest payload
+// read inline.
+std::string claim_lanes(const std::string& s, const std::string& t) {
+  const std::string next = "SELECT r.destination FROM " + t + " r WHERE " + in_lane("r") + " AND r.destination > ";
+  return "WITH RECURSIVE lane(destination, n) AS ("
+         "(SELECT r.destination, 1 FROM " + t + " r WHERE " + in_lane("r") +
+         " AND r.destination > $6 ORDER BY r.destination LIMIT 1) "
+         "UNION ALL SELECT (" + next + "lane.destination ORDER BY r.destination LIMIT 1), lane.n + 1 "
+         "FROM lane WHERE lane.destination IS NOT NULL AND lane.n < 1000) "
+         "SELECT " + columns(s, "false", "$4") + " FROM lane CROSS JOIN LATERAL ("
+         "SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t + " m "
+         "WHERE m.destination >= lane.destination AND m.destination <= lane.destination AND " + in_lane("m") + " AND " + ready(s, t) + not_known("$3") +
+         " AND NOT " + held_back(t) + " AND " + session_in_order(t) + " ORDER BY m.destination, m.id LIMIT $7) m "
+         "WHERE lane.destination IS NOT NULL AND lane.destination <> ALL($5::text[]) LIMIT $2";
+}
+
 // The rows $1 (ids in the claim's order) that are still pending, in that
 // order, with body and headers while the payload of the rows before them is
 // below the budget $2: the first row always, the rest once the budget is

@@ -21,6 +21,8 @@ enum Column {
 // settings.allowed_destinations, 016).
 std::string claim_immediate(const std::string& s, const std::string& t);
 std::string claim_scheduled(const std::string& s, const std::string& t);
+// Immediate rows of the destinations other than those of a backlog, a few of each.
+std::string claim_lanes(const std::string& s, const std::string& t);
 // Columns: id, headers, body; see outbox_sql.cpp.
 std::string payloads(const std::string& t);
 std::string mark_dispatched(const std::string& t, const std::string& leases);

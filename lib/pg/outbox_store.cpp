@@ -179,6 +179,7 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
   statements_ = {
       {prefix_ + "claim_immediate", sql::claim_immediate(quote_ident(schema_), table_)},
       {prefix_ + "claim_scheduled", sql::claim_scheduled(quote_ident(schema_), table_)},
+      {prefix_ + "claim_lanes", sql::claim_lanes(quote_ident(schema_), table_)},
       {prefix_ + "payloads", sql::payloads(table_)},
       {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
       {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
@@ -208,7 +209,7 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params,
 
 core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& partitions, int limit,
                                                    core::RowId after_id, std::span<const core::RowId> known,
-                                                   const core::ClaimBytes& bytes) {
+                                                   const core::ClaimBytes& bytes, const core::LaneRequest& lanes) {
   if (partitions.empty() || limit <= 0) return core::ClaimedSets{};
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
@@ -221,20 +222,31 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
   // Binary format for the rows: bodies arrive as their bytes, not as hex text
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
-  auto results = connection_.exec_prepared_pipeline(
-      {{prefix_ + "claim_immediate", {set, count, std::to_string(after_id), known_ids, inline_limit},
-        ResultFormat::binary},
-       {prefix_ + "claim_scheduled", {set, count, known_ids, inline_limit}, ResultFormat::binary},
-       {prefix_ + "time_to_next_due", {set}}});
+  // PreparedCall holds a view of its name.
+  const std::string names[] = {prefix_ + "claim_immediate", prefix_ + "claim_scheduled",
+                               prefix_ + "time_to_next_due", prefix_ + "claim_lanes"};
+  std::vector<Connection::PreparedCall> statements{
+      {names[0], {set, count, std::to_string(after_id), known_ids, inline_limit}, ResultFormat::binary},
+      {names[1], {set, count, known_ids, inline_limit}, ResultFormat::binary},
+      {names[2], {set}}};
+  if (lanes.limit > 0) {
+    statements.push_back({names[3],
+                          {set, std::to_string(lanes.limit), known_ids, inline_limit,
+                           text_array_literal(lanes.skip), lanes.after, std::to_string(lanes.per_lane)},
+                          ResultFormat::binary});
+  }
+  auto results = connection_.exec_prepared_pipeline(statements);
   if (!results) return in_context("claiming rows", results.error());
-  const std::string payloads = prefix_ + "payloads";
-  auto immediate = read_large_rows(connection_, payloads, results.value()[0], max_payload, budget);
-  if (!immediate) return immediate.error();
-  auto scheduled = read_large_rows(connection_, payloads, results.value()[1], max_payload, budget);
-  if (!scheduled) return scheduled.error();
   core::ClaimedSets sets;
-  sets.immediate = decode(std::move(results.value()[0]), bytes.max_message, immediate.value());
-  sets.scheduled = decode(std::move(results.value()[1]), bytes.max_message, scheduled.value());
+  const std::string payloads = prefix_ + "payloads";
+  for (const auto& [index, set_of] : {std::pair{0, &core::ClaimedSets::immediate},
+                                      std::pair{1, &core::ClaimedSets::scheduled},
+                                      std::pair{3, &core::ClaimedSets::lanes}}) {
+    if (static_cast<std::size_t>(index) >= results.value().size()) break;
+    auto large = read_large_rows(connection_, payloads, results.value()[index], max_payload, budget);
+    if (!large) return large.error();
+    sets.*set_of = decode(std::move(results.value()[index]), bytes.max_message, large.value());
+  }
   sets.next_due = wait_of(results.value()[2]);
   return sets;
 }

@@ -107,15 +107,20 @@ class OutboxStore {
   // Rows whose ids are in `known` (the caller has them already) are left out
   // and do not count towards `limit`, so a new pass reads none of them again.
   // The two batches come back as read, with time_to_next_due() as of the
-  // claim (three statements in one pipeline: one round trip, one
+  // claim (three or four statements in one pipeline: one round trip, one
   // transaction); dispatch::merge_claim() makes them one batch.
   //
   // `bytes` bounds what each statement reads into memory (outbox_sql.hpp):
   // a row whose body and headers exceed max_message less kPropertiesMargin
   // comes back unsendable, without them; once the rows read reach the
   // budget, the rest are left for the next claim (ClaimedSet::budget_used).
+  //
+  // With `lanes` asked for, a fourth statement in the same pipeline reads
+  // immediate rows by destination (outbox_sql::claim_lanes), returned as
+  // ClaimedSets::lanes; they may repeat rows of the id-order batch.
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
-                                        std::span<const core::RowId> known = {}, const core::ClaimBytes& bytes = {});
+                                        std::span<const core::RowId> known = {}, const core::ClaimBytes& bytes = {},
+                                        const core::LaneRequest& lanes = {});
 
   // The broker accepted these rows. One statement: UPDATE to dispatched
   // (retention keep) or DELETE (delete_rows). Only pending rows change.

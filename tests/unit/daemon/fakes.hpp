@@ -81,7 +81,8 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   // RowStore: immediate rows only, in id order; a session waits behind an
   // earlier row of its own that is parked or backing off.
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
-                                        std::span<const core::RowId> known, const core::ClaimBytes& bytes) override {
+                                        std::span<const core::RowId> known, const core::ClaimBytes& bytes,
+                                        const core::LaneRequest&) override {
     ++claims;
     last_claim_bytes = bytes;
     if (auto error = take(fail_claim)) return *error;

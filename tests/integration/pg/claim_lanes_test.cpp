@@ -1,0 +1,110 @@
+// The claim by destination against the real statements: every destination's first rows besides a backlog, in session order.
+#include <catch2/catch.hpp>
+
+#include "outbox_rows.hpp"
+#include "pg/outbox_store.hpp"
+
+using namespace outboxd;
+using namespace outboxd::pg;
+using namespace outboxd::pg::testing;
+
+namespace {
+
+std::vector<std::string> message_ids(const core::ClaimedSet& set) {
+  std::vector<std::string> ids;
+  for (const auto& row : set.rows) ids.push_back(row.message_id);
+  return ids;
+}
+
+// A row of `destination`; `session` "" for none.
+TestRow to(const std::string& destination, const std::string& message_id, const std::string& session = "") {
+  TestRow row;
+  row.message_id = message_id;
+  if (!session.empty()) row.session_id = session;
+  row.destination = destination;
+  return row;
+}
+
+core::LaneRequest lanes(std::size_t limit, std::size_t per_lane, std::string after = "",
+                        std::vector<std::string> skip = {"bulk"}) {
+  return {limit, per_lane, std::move(after), std::move(skip)};
+}
+
+}  // namespace
+
+TEST_CASE("the claim by destination reads the first rows of each destination but the backlog's, in name order",
+          "[pg][store][lanes]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  for (int i = 1; i <= 6; ++i) insert(setup, to("bulk", "b" + std::to_string(i)));
+  for (const char* id : {"p1", "p2", "p3"}) insert(setup, to("payments", id));
+  insert(setup, to("alerts", "a1"));
+  insert(setup, to("carts", "c1"));
+  TestRow sent = to("alerts", "a-sent");
+  sent.status = "dispatched";
+  insert(setup, sent);
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+
+  auto sets = store.claim(all_partitions(), 2, 0, {}, {}, lanes(10, 2));
+  REQUIRE(sets.ok());
+  CHECK(message_ids(sets.value().immediate) == std::vector<std::string>{"b1", "b2"});
+  // Destinations in name order, two rows of each at most, none of bulk's.
+  CHECK(message_ids(sets.value().lanes) == std::vector<std::string>{"a1", "c1", "p1", "p2"});
+
+  SECTION("at most `limit` rows: the walk stops there") {
+    auto few = store.claim(all_partitions(), 2, 0, {}, {}, lanes(2, 2));
+    REQUIRE(few.ok());
+    CHECK(message_ids(few.value().lanes) == std::vector<std::string>{"a1", "c1"});
+    CHECK(few.value().lanes.read == 2);
+  }
+  SECTION("from just after a destination, round the claims") {
+    auto rest = store.claim(all_partitions(), 2, 0, {}, {}, lanes(10, 2, "carts"));
+    REQUIRE(rest.ok());
+    CHECK(message_ids(rest.value().lanes) == std::vector<std::string>{"p1", "p2"});
+  }
+  SECTION("rows known to the caller are left out and take no destination's share") {
+    const auto p1 = daemon.exec("SELECT id FROM outbox.messages WHERE message_id = 'p1'");
+    REQUIRE(p1.ok());
+    const std::vector<core::RowId> known{p1.value().int64(0, 0)};
+    auto next = store.claim(all_partitions(), 2, 0, known, {}, lanes(10, 2));
+    REQUIRE(next.ok());
+    CHECK(message_ids(next.value().lanes) == std::vector<std::string>{"a1", "c1", "p2", "p3"});
+  }
+  SECTION("not asked for, the claim runs its three statements") {
+    auto plain = store.claim(all_partitions(), 2);
+    REQUIRE(plain.ok());
+    CHECK(plain.value().lanes.rows.empty());
+  }
+}
+
+TEST_CASE("the claim by destination keeps each session in id order across destinations", "[pg][store][lanes]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  const core::RowId first = insert(setup, to("bulk", "s1-bulk", "s1"));
+  insert(setup, to("payments", "s1-payments", "s1"));
+  // A timeout not yet due does not hold its session's later rows back.
+  TestRow later = to("bulk", "s2-timeout", "s2");
+  later.due_at = "now() + interval '1 day'";
+  insert(setup, later);
+  insert(setup, to("payments", "s2-payments", "s2"));
+  // Earlier rows of the same destination come first in its lane.
+  insert(setup, to("refunds", "s3-one", "s3"));
+  insert(setup, to("refunds", "s3-two", "s3"));
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+
+  auto sets = store.claim(all_partitions(), 1, 0, {}, {}, lanes(10, 5));
+  REQUIRE(sets.ok());
+  // s1's row to payments waits for its earlier row to bulk, which nobody has claimed.
+  CHECK(message_ids(sets.value().lanes) == std::vector<std::string>{"s2-payments", "s3-one", "s3-two"});
+
+  // Once the caller holds that earlier row, the later one may follow it.
+  const std::vector<core::RowId> known{first};
+  auto after = store.claim(all_partitions(), 1, 0, known, {}, lanes(10, 5));
+  REQUIRE(after.ok());
+  CHECK(message_ids(after.value().lanes) ==
+        std::vector<std::string>{"s1-payments", "s2-payments", "s3-one", "s3-two"});
+}
