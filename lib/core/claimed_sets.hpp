@@ -13,11 +13,11 @@
 
 namespace outboxd::core {
 
-// An immediate row left out because an earlier row of its session is a due
-// timeout still pending: only its id and session are read.
+// An immediate row left out because an earlier row of its session (and
+// writer) is a due timeout still pending: only its id and order_key() are read.
 struct HeldBackRow {
   RowId id = 0;
-  std::string session;
+  std::string order;
 };
 
 // The rows of one statement (immediate or scheduled), in its order.

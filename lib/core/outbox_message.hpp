@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/shared_bytes.hpp"
 
@@ -20,6 +21,7 @@ struct OutboxMessage {
   std::string message_id;
   std::string destination;
   std::optional<std::string> session_id;
+  std::optional<std::string> writer;  // messages.writer: the login role that inserted it; none before 009
   std::optional<std::string> correlation_id;
   std::optional<std::string> parent_message_id;
   std::optional<std::string> originating_message_id;
@@ -41,6 +43,17 @@ struct OutboxMessage {
   // comes, never published.
   std::optional<std::string> unsendable;
 };
+
+// The scope of a row's publication order: its session as written by its
+// writer. Rows of one session_id from different writers are ordered, blocked
+// and held back apart, so that no writer's parked row holds back another's;
+// rows without a writer (written before 009) are a writer of their own. The
+// key is the session, then NUL and the writer when there is one: PostgreSQL
+// text holds no NUL, so no two scopes share a key. The claim's SQL draws the
+// same line (writer IS NOT DISTINCT FROM).
+std::string order_key(const std::optional<std::string>& writer, std::string_view session);
+// None for a row without session: it waits for nothing.
+std::optional<std::string> order_key(const OutboxMessage& row);
 
 // The broker's settlement of one delivery, or its absence.
 enum class DeliveryOutcome {

@@ -1,4 +1,4 @@
-// The claim pass: cursor and the sessions held back until the pass ends.
+// The claim pass: cursor and the order scopes held back until the pass ends.
 #include "dispatch/claim_pass.hpp"
 
 #include <algorithm>
@@ -14,15 +14,17 @@ void ClaimPass::on_claim(bool full, core::RowId last_id) {
   }
 }
 
-void ClaimPass::pass_over(core::RowId id, const std::string& session) {
-  const auto [at, inserted] = passed_over_.try_emplace(session, id);
+void ClaimPass::pass_over(core::RowId id, const std::string& order) {
+  const auto [at, inserted] = passed_over_.try_emplace(order, id);
   if (!inserted) at->second = std::min(at->second, id);
 }
 
-bool ClaimPass::waits(core::RowId id, const std::optional<std::string>& session) const {
-  if (passed_over_.empty() || !session) return false;
-  const auto held = passed_over_.find(*session);
-  return held != passed_over_.end() && id > held->second;
+bool ClaimPass::waits(const core::OutboxMessage& row) const {
+  if (passed_over_.empty()) return false;  // the usual case: no key to build
+  const auto order = core::order_key(row);
+  if (!order) return false;
+  const auto held = passed_over_.find(*order);
+  return held != passed_over_.end() && row.id > held->second;
 }
 
 void ClaimPass::on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after) {

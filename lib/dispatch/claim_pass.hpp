@@ -1,7 +1,6 @@
 // The claim's walk over immediate rows in passes: where the next claim starts, and whose rows wait for the next pass.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,7 +15,8 @@ namespace outboxd::dispatch {
 // lowest pending id again, and finds the rows whose transactions committed
 // late with ids below the cursor. A row the pass moved past because an
 // earlier timeout of its session is due holds back its session's later rows
-// until the pass ends, or they would overtake it once the timeout is marked.
+// until the pass ends, or they would overtake it once the timeout is marked;
+// a session being its writer's (core::order_key), as in the claim's SQL.
 class ClaimPass {
  public:
   core::RowId cursor() const { return cursor_; }
@@ -32,17 +32,17 @@ class ClaimPass {
   const std::vector<std::string>& backlog_destinations() const { return backlog_destinations_; }
   const std::string& lanes_after() const { return lanes_after_; }
   void on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after);
-  // The claim moved past this row of `session` (held back behind a due timeout).
-  void pass_over(core::RowId id, const std::string& session);
-  // A claimed row waits for the next pass: a lower row of its session was passed over.
-  bool waits(core::RowId id, const std::optional<std::string>& session) const;
+  // The claim moved past this row of order scope `order` (held back behind a due timeout).
+  void pass_over(core::RowId id, const std::string& order);
+  // A claimed row waits for the next pass: a lower row of its order scope (core::order_key) was passed over.
+  bool waits(const core::OutboxMessage& row) const;
   bool passed_over_any() const { return !passed_over_.empty(); }
   // From the lowest id again (new partitions, a new connection, a timeout marked).
   void restart();
 
  private:
   core::RowId cursor_ = 0;
-  std::unordered_map<std::string, core::RowId> passed_over_;  // session: lowest id passed over
+  std::unordered_map<std::string, core::RowId> passed_over_;  // order key: lowest id passed over
   std::vector<std::string> backlog_destinations_;
   std::string lanes_after_;
 };

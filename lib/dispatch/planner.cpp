@@ -45,10 +45,10 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
     const core::RowId id = held.message.id;
     if (knows(id)) continue;
     Session* session = nullptr;
-    if (const auto& name = held.message.session_id; name && !name->empty()) {
-      auto [it, inserted] = sessions_.try_emplace(*name);
+    if (auto key = core::order_key(held.message)) {
+      auto [it, inserted] = sessions_.try_emplace(std::move(*key));
       if (inserted) {
-        it->second.name = &it->first;
+        it->second.key = &it->first;
       } else if (it->second.parked) {
         continue;
       }
@@ -324,8 +324,8 @@ const HeldRow* Planner::find(core::RowId id) const {
 
 void Planner::erase_if_idle(Session& session) {
   if (session.parked || session.in_ready_heap || session.in_flight > 0 || !session.queue.empty()) return;
-  // Through an iterator: the name we hold is the node's own key, destroyed by the erase.
-  if (const auto it = sessions_.find(*session.name); it != sessions_.end()) sessions_.erase(it);
+  // Through an iterator: the key we hold is the node's own, destroyed by the erase.
+  if (const auto it = sessions_.find(*session.key); it != sessions_.end()) sessions_.erase(it);
 }
 
 bool Planner::publishable_head(const Session& session, core::RowId id) const {

@@ -61,11 +61,11 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   // A row held back behind a due timeout is passed over by this pass; its
   // session's later rows must wait for the next pass too, or they would
   // overtake it once the timeout is marked.
-  for (const auto& held : claim.held_back) pass_.pass_over(held.id, held.session);
+  for (const auto& held : claim.held_back) pass_.pass_over(held.id, held.order);
   std::vector<HeldRow> rows;
   rows.reserve(claim.rows.size());
   for (auto& row : claim.rows) {
-    if (planner_.knows(row.id) || pass_.waits(row.id, row.session_id)) continue;
+    if (planner_.knows(row.id) || pass_.waits(row)) continue;
     const auto due_since = started - row.due_for;
     rows.push_back({std::move(row), due_since});
   }

@@ -6,15 +6,16 @@
 namespace outboxd::pg {
 namespace {
 
-// Pending rows of the row's session after it: they wait while it is parked or backing off.
+// Pending rows of the row's session after it: they wait while it is parked or backing off. A session
+// is its writer's, as the claim sees it (outbox_sql.cpp): another writer's rows of the session id do not wait.
 std::string waiting_behind(const std::string& t) {
   return "(SELECT count(*) FROM " + t + " b WHERE b.session_id = m.session_id AND b.id > m.id "
-         "AND b.status = 'pending')";
+         "AND b.writer IS NOT DISTINCT FROM m.writer AND b.status = 'pending')";
 }
 
 std::string parked_sql(const std::string& t) {
   return "SELECT jsonb_build_object('message_id', m.message_id, 'destination', m.destination, "
-         "'session_id', m.session_id, 'status', m.status, 'attempts', m.attempts, "
+         "'session_id', m.session_id, 'writer', m.writer, 'status', m.status, 'attempts', m.attempts, "
          "'first_failed_at', m.first_failed_at, 'last_failed_at', m.last_failed_at, "
          "'next_attempt_at', m.next_attempt_at, 'last_error', m.last_error, "
          "'waiting_behind', " + waiting_behind(t) + ")::text, count(*) OVER () "
@@ -43,7 +44,8 @@ std::string timeline_sql(const std::string& t) {
          "WHEN m.due_at > now() THEN 'scheduled' ELSE 'pending' END "
          "WHEN 'cancelled' THEN CASE WHEN m.last_error LIKE 'skipped by operator%' THEN 'skipped' "
          "ELSE 'cancelled' END ELSE m.status END, "
-         "'destination', m.destination, 'subject', m.subject, 'created_at', m.created_at, 'due_at', m.due_at, "
+         "'writer', m.writer, 'destination', m.destination, 'subject', m.subject, 'created_at', m.created_at, "
+         "'due_at', m.due_at, "
          "'dispatched_at', m.dispatched_at, 'cancelled_at', m.cancelled_at, 'attempts', m.attempts, "
          "'last_error', m.last_error, 'correlation_id', m.correlation_id, "
          "'parent_message_id', m.parent_message_id, 'originating_message_id', m.originating_message_id)::text, "

@@ -10,7 +10,8 @@ namespace {
 // Strict order among due rows: a row waits while an earlier row of its
 // session is a due timeout still pending, in flight or beyond the limit of
 // the claim that took it (timeouts are claimed in due_at order, not id
-// order); the caller claims again once that timeout is marked. Implies
+// order); the caller claims again once that timeout is marked. A session is
+// its writer's, as in not_blocked(). Implies
 // messages_due_session_idx's predicate; its range (session, due so far) is
 // usually empty. Most of the time no timeout is due at all: one look at the
 // head of messages_scheduled_idx per statement (an InitPlan) then spares the
@@ -27,7 +28,8 @@ std::string held_back(const std::string& t) {
          "AND d.due_at > d.created_at ORDER BY d.due_at LIMIT 1), false) "
          "AND EXISTS ("
          "SELECT 1 FROM " + t + " e WHERE e.session_id = m.session_id AND e.status = 'pending' "
-         "AND e.due_at > e.created_at AND e.due_at <= now() AND e.id < m.id))";
+         "AND e.due_at > e.created_at AND e.due_at <= now() AND e.id < m.id "
+         "AND e.writer IS NOT DISTINCT FROM m.writer))";
 }
 
 // Claims are read in binary format (see OutboxStore::claim), so every column
@@ -35,7 +37,7 @@ std::string held_back(const std::string& t) {
 // boolean, or timestamptz read as the bigint it is sent as.
 // One entry per Column, in its order; held_back comes last and varies per claim.
 constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
-    "m.id", "m.message_id", "m.destination", "m.session_id", "m.correlation_id", "m.parent_message_id",
+    "m.id", "m.message_id", "m.destination", "m.session_id", "m.writer", "m.correlation_id", "m.parent_message_id",
     "m.originating_message_id", "m.subject", "m.content_type", "m.traceparent", "m.headers::text", "m.body",
     "(extract(epoch FROM m.ttl) * 1000)::bigint",
     "m.created_at", "m.due_at",  // timestamptz in binary: microseconds since 2000-01-01, no numeric per row
@@ -94,7 +96,10 @@ std::string bounded_claim(const std::string& columns_list, const std::string& t,
 }
 
 // Strict per-session order: a parked or backing-off row holds back every
-// later row of its session. The predicate implies messages_blocked_idx's.
+// later row of its session. A session is its writer's (core::order_key):
+// another writer's rows of the same session_id are not held back, and rows
+// without writer (before 009) are one writer; the writer is compared on the
+// few rows the index range finds. The predicate implies messages_blocked_idx's.
 // While that index is empty, as it mostly is, one look at it per statement
 // (an InitPlan) spares the probe per row, a tenth of the claim's time.
 std::string not_blocked(const std::string& t) {
@@ -103,6 +108,7 @@ std::string not_blocked(const std::string& t) {
          "OR (a.status = 'pending' AND a.next_attempt_at IS NOT NULL) LIMIT 1), false) "
          "OR NOT EXISTS ("
          "SELECT 1 FROM " + t + " b WHERE b.session_id = m.session_id AND b.id < m.id "
+         "AND b.writer IS NOT DISTINCT FROM m.writer "
          "AND (b.status = 'parked' OR (b.status = 'pending' AND b.next_attempt_at > now()))))";
 }
 
@@ -171,13 +177,14 @@ std::string in_lane(const char* alias) {
 }
 
 // A row claimed by destination overtakes no unclaimed earlier row of its
-// session in another destination: such a row (pending and due, not in $3)
+// session (its writer's, as everywhere) in another destination: such a row (pending and due, not in $3)
 // holds it back until it is claimed. Earlier rows of its own destination come
 // first in the same lane. messages_session_pending_idx; a session's earlier
 // pending rows are few, as strict order lets one go out at a time.
 std::string session_in_order(const std::string& t) {
   return "(m.session_id IS NULL OR NOT EXISTS (SELECT 1 FROM " + t + " e WHERE e.session_id = m.session_id "
-         "AND e.status = 'pending' AND e.id < m.id AND e.destination <> m.destination "
+         "AND e.writer IS NOT DISTINCT FROM m.writer AND e.status = 'pending' AND e.id < m.id "
+         "AND e.destination <> m.destination "
          "AND (e.due_at <= e.created_at OR e.due_at <= now()) AND e.id NOT IN (SELECT unnest($3::bigint[]))))";
 }
 

@@ -7,7 +7,7 @@ namespace outboxd::pg::outbox_sql {
 
 // Columns of a claimed row, in this order.
 enum Column {
-  kId, kMessageId, kDestination, kSessionId, kCorrelationId, kParentMessageId, kOriginatingMessageId,
+  kId, kMessageId, kDestination, kSessionId, kWriter, kCorrelationId, kParentMessageId, kOriginatingMessageId,
   kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedAt, kDueAt, kScheduled,
   kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationAllowed, kHeldBack, kColumnCount
 };

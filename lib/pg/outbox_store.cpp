@@ -56,6 +56,7 @@ core::OutboxMessage message_of(const Rows& rows, int r) {
   m.message_id = std::string(rows.text(r, sql::kMessageId));
   m.destination = std::string(rows.text(r, sql::kDestination));
   m.session_id = rows.optional_text(r, sql::kSessionId);
+  m.writer = rows.optional_text(r, sql::kWriter);
   m.correlation_id = rows.optional_text(r, sql::kCorrelationId);
   m.parent_message_id = rows.optional_text(r, sql::kParentMessageId);
   m.originating_message_id = rows.optional_text(r, sql::kOriginatingMessageId);
@@ -102,7 +103,7 @@ bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
 
 // A statement's claimed rows, in its order: the rows, less those held back
 // behind a due timeout of their session, which go to `held_back` (id and
-// session). A row over the limit comes without body and headers: it is
+// order key). A row over the limit comes without body and headers: it is
 // returned unsendable. A larger row takes its body and headers from `large`;
 // one that payloads() found changed since (no longer pending) is left out,
 // and one past the byte budget ends the set: it and the rows after it are
@@ -127,7 +128,8 @@ core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& la
     ++set.read;
     set.last_id = id;
     if (rows.boolean(r, sql::kHeldBack)) {
-      set.held_back.push_back({id, std::string(rows.text(r, sql::kSessionId))});
+      set.held_back.push_back(
+          {id, core::order_key(rows.optional_text(r, sql::kWriter), rows.text(r, sql::kSessionId))});
       continue;
     }
     if (later && !late) continue;  // changed since the claim: not ours to send

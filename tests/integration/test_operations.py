@@ -123,6 +123,7 @@ def test_timeline_shows_a_session_and_replay_sends_dispatched_rows_again_in_orde
         ("order-42:placed:1", "dispatched"), ("order-42:timeout:1", "scheduled"),
         ("order-42:reminder:1", "cancelled"), ("order-42:paid:1", "dispatched")], timeline
     assert timeline["rows"][3]["parent_message_id"] == "order-42:placed:1", timeline
+    assert {r["writer"] for r in timeline["rows"]} == {database.writer_role}, timeline
     assert [(w["id"], w["status"], w["version"]) for w in timeline["workflow_states"]] == [("order-42", "Paid", 2)]
     text = cli("timeline", "order-42", "-c", config).stdout
     assert "workflow state" in text and "Paid" in text and "4 rows" in text, text

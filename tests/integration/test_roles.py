@@ -2,9 +2,10 @@
 
 import json
 
+import psycopg2
 import pytest
 
-from harness import Daemon, Peer, enqueue, run_cli, wait_until, write_config
+from harness import Broker, Consumer, Daemon, Peer, enqueue, run_cli, unique, wait_parked, wait_until, write_config
 
 FAST = {"backoff_initial_ms": 50, "backoff_max_ms": 200, "release_retry_ms": 50}
 CONFIG_ERROR = 78  # kExitConfig: systemd does not restart the unit
@@ -28,6 +29,11 @@ def status_of(database, message_id):
 
 def published(peer, message_id):
     return [d["outcome"] for d in peer.deliveries() if d["id"] == message_id]
+
+
+def one(cur, sql):
+    cur.execute(sql)
+    return cur.fetchone()[0]
 
 
 def test_a_rejected_row_is_parked(workdir, database):
@@ -58,6 +64,60 @@ def test_accepted_rows_are_marked_under_either_retention(workdir, database, mode
     rows = database.query("SELECT status, dispatched_at IS NOT NULL FROM outbox.messages")
     assert rows == ([("dispatched", True)] * 5 if mode == "keep" else [])
     assert all(published(peer, f"m{i}") == ["accepted"] for i in range(5))
+
+
+def test_a_parked_row_holds_back_only_its_writers_rows_when_another_writer_shares_its_session_id(workdir, database):
+    """Applications A and B both write session id order-42 (docs/security.md, writers sharing a session id).
+    RabbitMQ refuses A's first row, which parks; A's later row waits behind it, B's rows go out in order,
+    the one written while A's row was failing and the one written after it parked."""
+    broker = Broker("rabbitmq")
+    queue = unique("shared")
+    app_a, app_b = database.writer_role, database.add_writer("app_b")
+    consumer = Consumer(broker, queue)
+    daemon = daemon_for(workdir, database, broker, dispatch={"max_attempts": 2}).start()
+    try:
+        with database.writer() as a, a.cursor() as cur:
+            enqueue(cur, "a/b", "a-1", b"a1", session_id="order-42")  # RabbitMQ: no such address
+            enqueue(cur, queue, "a-2", b"a2", session_id="order-42")
+        with database.writer(role=app_b) as b, b.cursor() as cur:
+            enqueue(cur, queue, "b-1", b"b1", session_id="order-42")
+        wait_parked(database, "a-1")
+        with database.writer(role=app_b) as b, b.cursor() as cur:
+            enqueue(cur, queue, "b-2", b"b2", session_id="order-42")
+            enqueue(cur, queue, "b-later", b"b3", session_id="order-42", due_at="2099-01-01T00:00:00Z")
+        received = consumer.receive_all(["b-1", "b-2"], timeout=30)
+        assert [(m.id, m.group_id) for m in received] == [("b-1", "order-42"), ("b-2", "order-42")]
+        assert consumer.quiet_for(1.0) == [], "a-2 waits behind A's parked row"
+        assert status_of(database, "a-2") == "pending"
+
+        # The operator sees who wrote the parked row, and that only A's row waits behind it.
+        config = cli_config(workdir, database)
+        parked = json.loads(run_cli("parked", "--json", "--session", "order-42", "-c", config).stdout)["rows"]
+        assert [(r["message_id"], r["writer"], r["waiting_behind"]) for r in parked] == [("a-1", app_a, 1)], parked
+
+        # Each writer sees its own rows only (docs/sql.md, Roles): B cannot cancel or move A's rows, and
+        # A cannot touch B's; A's held-back row is due already, so it is A's to wait for, not to cancel.
+        with database.writer(role=app_b) as b, b.cursor() as cur:
+            assert one(cur, "SELECT outbox.cancel('a-2')") is False
+            assert one(cur, "SELECT outbox.reschedule('a-2', now())") is None, "another writer's row: unknown"
+            with pytest.raises(psycopg2.errors.UniqueViolation) as taken:
+                enqueue(cur, queue, "a-2", b"a2", session_id="order-42")
+            assert taken.value.diag.message_detail is None
+        with database.writer() as a, a.cursor() as cur:
+            assert one(cur, "SELECT outbox.cancel('b-later')") is False
+            assert one(cur, "SELECT outbox.reschedule('a-2', now())") is False, "its own row, already due"
+            assert one(cur, "SELECT outbox.cancel('a-2')") is False
+        with database.writer(role=app_b) as b, b.cursor() as cur:
+            assert one(cur, "SELECT outbox.cancel('b-later')") is True
+
+        # Once the operator moves A's row to a queue that exists and requeues it, A's session resumes in order.
+        database.query("UPDATE outbox.messages SET destination = %s WHERE message_id = 'a-1'", (queue,))
+        run_cli("requeue", "-c", config, "a-1")
+        resumed = consumer.receive_all(["a-1", "a-2"], timeout=30)
+    finally:
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert [m.id for m in resumed[2:]] == ["a-1", "a-2"]
 
 
 def park(database, *message_ids):

@@ -136,6 +136,8 @@ class Database:
     writer_url     the writer login role's URL: writer() connects with it; tests write rows there
     superuser_url  the superuser's URL: connect() and query(), for set-up and assertions
 
+    add_writer() makes another login role holding only <schema>_writer, a second application.
+
     With migrated=False (fixture unmigrated_database) the database is left empty for tests
     of `outboxd migrate`, and url is the superuser's: migrate needs one that may create schemas.
     """
@@ -146,6 +148,7 @@ class Database:
         self.schema = schema
         self.dispatcher_role = f"{self.name}_dispatcher"
         self.writer_role = f"{self.name}_writer"
+        self.other_writers = []  # add_writer()'s roles, dropped with the database
         self.workdir = workdir
         self._admin(f'CREATE DATABASE "{self.name}"')
         self.superuser_url = self._url(None)
@@ -193,9 +196,16 @@ class Database:
         conn.autocommit = autocommit
         return conn
 
-    def writer(self, autocommit=True):
-        """A session of the writer login role, as an application has."""
-        conn = psycopg2.connect(self.writer_url)
+    def add_writer(self, label):
+        """Another login role holding only <schema>_writer, as a second application has; returns its name."""
+        role = f"{self.name}_{label}"
+        self._admin(f'CREATE ROLE "{role}" LOGIN IN ROLE "{self.schema}_writer"')
+        self.other_writers.append(role)
+        return role
+
+    def writer(self, autocommit=True, role=None):
+        """A session of the writer login role (or of `role`, from add_writer()), as an application has."""
+        conn = psycopg2.connect(self.writer_url if role is None else self._url(role))
         conn.autocommit = autocommit
         return conn
 
@@ -207,7 +217,8 @@ class Database:
     def drop(self):
         self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)',
                     f'DROP ROLE IF EXISTS "{self.dispatcher_role}"',
-                    f'DROP ROLE IF EXISTS "{self.writer_role}"')
+                    f'DROP ROLE IF EXISTS "{self.writer_role}"',
+                    *(f'DROP ROLE IF EXISTS "{role}"' for role in self.other_writers))
 
 
 def write_config(path, database, broker, /, **sections):

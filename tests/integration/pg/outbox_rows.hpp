@@ -31,6 +31,7 @@ struct TestRow {
   std::string next_attempt_at = "NULL";
   std::string finished_at = "NULL";  // dispatched_at or cancelled_at, by status
   std::string destination = "orders";
+  std::string writer = "session_user";  // as the column's default fills it; 'app_a', or NULL (before 009)
 };
 
 inline core::RowId insert(Connection& connection, const TestRow& row, const std::string& schema = "outbox") {
@@ -39,10 +40,10 @@ inline core::RowId insert(Connection& connection, const TestRow& row, const std:
                                    : row.finished_at;
   const std::string sql =
       "INSERT INTO \"" + schema + "\".messages (message_id, destination, session_id, body, created_at, due_at, "
-      "status, next_attempt_at, dispatched_at, cancelled_at) VALUES ($1, $3, $2, '\\x00ff'::bytea, " +
+      "status, next_attempt_at, dispatched_at, cancelled_at, writer) VALUES ($1, $3, $2, '\\x00ff'::bytea, " +
       row.created_at + ", " + row.due_at + ", '" + row.status + "', " + row.next_attempt_at + ", " +
       (row.status == "dispatched" ? finished : "NULL") + ", " + (row.status == "cancelled" ? finished : "NULL") +
-      ") RETURNING id";
+      ", " + row.writer + ") RETURNING id";
   return must(connection, sql, {row.message_id, row.session_id, row.destination}).int64(0, 0);
 }
 

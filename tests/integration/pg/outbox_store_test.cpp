@@ -57,6 +57,7 @@ TEST_CASE("claim returns due rows of both kinds in id order with every column", 
   CHECK(m.message_id == "m-1");
   CHECK(m.destination == "orders");
   CHECK(m.session_id == "s1");
+  CHECK(m.writer == std::string(must(connection, "SELECT session_user").text(0, 0)));
   CHECK(m.correlation_id == "c-1");
   CHECK(m.parent_message_id == "p-1");
   CHECK(m.originating_message_id == "o-1");
@@ -160,7 +161,8 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   // a3 is read and reported, so that the caller holds back a's later rows in this pass.
   REQUIRE(all.value().held_back.size() == 1);
   CHECK(all.value().held_back[0].id == a3);
-  CHECK(all.value().held_back[0].session == "a");
+  CHECK(all.value().held_back[0].order ==
+        core::order_key(std::string(must(connection, "SELECT session_user").text(0, 0)), "a"));
   // One row per batch: the immediate batch reads a3 and drops it (a pass
   // moves on past it); the scheduled batch takes t1 though t2 is due first.
   auto one = claim(store, all_partitions(), 1);
@@ -288,6 +290,35 @@ TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   CHECK(empty.value().rows.empty());
 }
 
+TEST_CASE("a due timeout holds back later rows of its session by its own writer only", "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  const std::string created = "now() - interval '2 hours'";
+  TestRow timeout{"a-timeout", "order-42", created, "now() - interval '1 second'"};
+  timeout.writer = "'app_a'";
+  const core::RowId a_timeout = insert(connection, timeout);
+  TestRow a_later{"a-later", "order-42"};
+  a_later.writer = "'app_a'";
+  const core::RowId a_held = insert(connection, a_later);
+  TestRow b_later{"b-later", "order-42"};
+  b_later.writer = "'app_b'";
+  const core::RowId b_row = insert(connection, b_later);
+  TestRow none_later{"none-later", "order-42"};
+  none_later.writer = "NULL";
+  const core::RowId none_row = insert(connection, none_later);
+
+  auto claimed = claim(store, all_partitions(), 10);
+  REQUIRE(claimed.ok());
+  CHECK(ids_of(claimed.value().rows) == Ids{a_timeout, b_row, none_row});
+  REQUIRE(claimed.value().held_back.size() == 1);
+  CHECK(claimed.value().held_back[0].id == a_held);
+  CHECK(claimed.value().held_back[0].order == core::order_key("app_a", "order-42"));
+  CHECK(claimed.value().rows[1].writer == "app_b");
+  CHECK_FALSE(claimed.value().rows[2].writer.has_value());
+}
+
 TEST_CASE("a parked or backing-off row holds back later rows of its own session only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
@@ -305,14 +336,21 @@ TEST_CASE("a parked or backing-off row holds back later rows of its own session 
   const core::RowId no_session = insert(connection, {"y1", std::nullopt});
   const core::RowId scheduled_later = insert(connection, {"p3", "parked-session", "now() - interval '1 minute'",
                                                          "now() - interval '1 second'"});
+  // The same session ids by other writers: a session is its writer's.
+  TestRow other{"other-writer", "parked-session"};
+  other.writer = "'app_b'";
+  const core::RowId other_writer = insert(connection, other);
+  TestRow none{"no-writer", "backoff-session"};
+  none.writer = "NULL";  // written before 009: a writer of its own
+  const core::RowId no_writer = insert(connection, none);
 
-  CHECK(claim_ids(store) == Ids{before_park, retry_due, after_retry, free_row, no_session});
+  CHECK(claim_ids(store) == Ids{before_park, retry_due, after_retry, free_row, no_session, other_writer, no_writer});
   (void)scheduled_later;
 
   // Requeue the parked row and end the backoff: the sessions flow again.
   must(connection, "UPDATE outbox.messages SET status = 'pending' WHERE message_id = 'p1'");
   must(connection, "UPDATE outbox.messages SET next_attempt_at = now() - interval '1 second' WHERE message_id = 'b1'");
-  CHECK(claim_ids(store).size() == 10);
+  CHECK(claim_ids(store).size() == 12);
 }
 
 TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]") {

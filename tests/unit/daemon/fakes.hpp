@@ -34,13 +34,15 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
 
   explicit FakeDatabase(const core::ManualClock& clock) : clock_(clock) {}
 
-  core::RowId insert(std::optional<std::string> session = std::nullopt, int partition = 0) {
+  core::RowId insert(std::optional<std::string> session = std::nullopt, int partition = 0,
+                     std::optional<std::string> writer = std::nullopt) {
     const core::RowId id = ++last_id_;
     Row row;
     row.message.id = id;
     row.message.message_id = "m" + std::to_string(id);
     row.message.destination = "orders";
     row.message.session_id = std::move(session);
+    row.message.writer = std::move(writer);
     row.message.partition = partition;
     table[id] = std::move(row);
     if (armed) notified_ = true;  // the writer saw an armed instance and sent NOTIFY
@@ -79,7 +81,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   LeaseStore& leases() override { return *this; }
 
   // RowStore: immediate rows only, in id order; a session waits behind an
-  // earlier row of its own that is parked or backing off.
+  // earlier row of its own, by the same writer, that is parked or backing off.
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
                                         std::span<const core::RowId> known, const core::ClaimBytes& bytes,
                                         const core::LaneRequest&) override {
@@ -91,13 +93,13 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     std::set<std::string> blocked;
     const auto now = clock_.now();
     for (const auto& [id, row] : table) {
-      const auto& session = row.message.session_id;
+      const auto order = core::order_key(row.message);
       const bool waiting = row.status == Status::parked || (row.status == Status::pending && row.next_attempt > now);
-      if (session && waiting) blocked.insert(*session);
+      if (order && waiting) blocked.insert(*order);
       if (row.status != Status::pending || row.next_attempt > now || id <= after_id) continue;
       if (std::find(partitions.begin(), partitions.end(), row.message.partition) == partitions.end()) continue;
       if (std::find(known.begin(), known.end(), id) != known.end()) continue;
-      if (session && blocked.contains(*session)) continue;
+      if (order && blocked.contains(*order)) continue;
       if (sets.immediate.read == static_cast<std::size_t>(limit)) break;
       // Like the real claim, without its margin for properties: payload is body and headers.
       const auto payload = static_cast<std::int64_t>(row.message.body.size() + row.message.headers_json.size());

@@ -99,6 +99,26 @@ TEST_CASE("Run loop: a rejected row is retried after its backoff and parked at m
   CHECK(f.stop() == 0);
 }
 
+TEST_CASE("Run loop: a writer's failing row holds back its own rows of the session id, never another writer's",
+          "[daemon][run_loop]") {
+  LoopFixture f;
+  const auto a1 = f.database.insert("order-42", 0, "app_a");
+  const auto a2 = f.database.insert("order-42", 0, "app_a");
+  const auto b1 = f.database.insert("order-42", 0, "app_b");
+  const auto b2 = f.database.insert("order-42", 0, "app_b");
+  f.broker.answer = [a1](const core::OutboxMessage& row) {
+    return row.id == a1 ? DeliveryOutcome::rejected : DeliveryOutcome::accepted;
+  };
+  REQUIRE(f.turn_until([&] { return f.database.status(a1) == Status::parked; }));
+  // b1 went out beside a1's first attempt, not after its park.
+  CHECK(f.broker.sent == std::vector<core::RowId>{a1, b1, b2, a1, a1});
+  CHECK(f.database.status(b1) == Status::dispatched);
+  CHECK(f.database.status(b2) == Status::dispatched);
+  CHECK(f.broker.times_sent(a2) == 0);
+  CHECK(f.database.status(a2) == Status::pending);
+  CHECK(f.stop() == 0);
+}
+
 TEST_CASE("Run loop: a row that cannot be made into a message is parked at once", "[daemon][run_loop]") {
   LoopFixture f;
   f.broker.answer = [](const core::OutboxMessage&) { return DeliveryOutcome::unsendable; };

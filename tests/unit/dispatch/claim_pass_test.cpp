@@ -3,7 +3,22 @@
 
 #include "dispatch/claim_pass.hpp"
 
+using outboxd::core::order_key;
+using outboxd::core::OutboxMessage;
 using outboxd::dispatch::ClaimPass;
+
+namespace {
+
+OutboxMessage row(outboxd::core::RowId id, std::optional<std::string> session,
+                  std::optional<std::string> writer = std::nullopt) {
+  OutboxMessage m;
+  m.id = id;
+  m.session_id = std::move(session);
+  m.writer = std::move(writer);
+  return m;
+}
+
+}  // namespace
 
 TEST_CASE("A full batch moves the cursor, and after a short one the next claim starts from the lowest id",
           "[dispatch][claim_pass]") {
@@ -24,25 +39,37 @@ TEST_CASE("A full batch moves the cursor, and after a short one the next claim s
 TEST_CASE("A row passed over holds back its session's later rows until the pass ends", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 10);
-  pass.pass_over(7, "a");
-  pass.pass_over(5, "a");  // the lowest counts
+  pass.pass_over(7, order_key(std::nullopt, "a"));
+  pass.pass_over(5, order_key(std::nullopt, "a"));  // the lowest counts
   CHECK(pass.passed_over_any());
-  CHECK(pass.waits(6, "a"));
-  CHECK_FALSE(pass.waits(4, "a"));
-  CHECK_FALSE(pass.waits(6, "b"));
-  CHECK_FALSE(pass.waits(6, std::nullopt));
+  CHECK(pass.waits(row(6, "a")));
+  CHECK_FALSE(pass.waits(row(4, "a")));
+  CHECK_FALSE(pass.waits(row(6, "b")));
+  CHECK_FALSE(pass.waits(row(6, std::nullopt)));
   pass.on_claim(true, 20);
-  CHECK(pass.waits(12, "a"));  // still this pass
+  CHECK(pass.waits(row(12, "a")));  // still this pass
   pass.on_claim(false, 22);
-  CHECK_FALSE(pass.waits(12, "a"));
+  CHECK_FALSE(pass.waits(row(12, "a")));
   CHECK_FALSE(pass.passed_over_any());
+}
+
+TEST_CASE("A row passed over holds back its own writer's rows of the session id only", "[dispatch][claim_pass]") {
+  ClaimPass pass;
+  pass.on_claim(true, 10);
+  pass.pass_over(5, order_key("app_a", "order-42"));
+  CHECK(pass.waits(row(6, "order-42", "app_a")));
+  CHECK_FALSE(pass.waits(row(6, "order-42", "app_b")));
+  CHECK_FALSE(pass.waits(row(6, "order-42")));  // no writer (written before 009): a scope of its own
+  pass.pass_over(7, order_key(std::nullopt, "order-42"));
+  CHECK(pass.waits(row(8, "order-42")));
+  CHECK_FALSE(pass.waits(row(8, "order-42", "app_b")));
 }
 
 TEST_CASE("restart starts from the lowest id and forgets the rows passed over", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 30);
-  pass.pass_over(25, "a");
+  pass.pass_over(25, order_key(std::nullopt, "a"));
   pass.restart();
   CHECK(pass.cursor() == 0);
-  CHECK_FALSE(pass.waits(26, "a"));
+  CHECK_FALSE(pass.waits(row(26, "a")));
 }

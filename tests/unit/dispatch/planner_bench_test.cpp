@@ -48,7 +48,7 @@ void run(const char* label, std::size_t sessions) {
     batch.clear();
     const std::size_t room = std::min<std::size_t>(planner.claim_room(), 2000);
     for (std::size_t i = 0; i < room && next <= kRows; ++i, ++next) {
-      batch.push_back({next, names.empty() ? std::string() : names[static_cast<std::size_t>(next) % names.size()], 0, 0, ""});
+      batch.push_back({next, names.empty() ? std::string() : names[static_cast<std::size_t>(next) % names.size()], 0, 0, std::nullopt, ""});
     }
     planner.add(outboxd::dispatch::test::held(batch));
     std::size_t n = 0;

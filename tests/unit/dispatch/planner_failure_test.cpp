@@ -131,6 +131,24 @@ TEST_CASE("Reaching max_attempts parks the row and drops its session's buffered 
   CHECK(f.take() == Ids{2});
 }
 
+TEST_CASE("A parked row drops and refuses only its own writer's rows of the session id",
+          "[dispatch][planner][park]") {
+  PlannerFixture f;  // max_attempts 5
+  f.add({written_by("a", row(1, "order-42", 4)), written_by("a", row(2, "order-42")),
+         written_by("b", row(3, "order-42")), written_by("b", row(4, "order-42"))});
+  CHECK(f.take() == Ids{1, 3});
+  f.reject(1);  // the fifth attempt: parked
+  REQUIRE(f.failures().size() == 1);
+  CHECK(f.failures()[0].park);
+  CHECK(f.planner.buffered() == 1);  // a's 2 dropped with the park; b's 4 kept
+  // Until the park is persisted the claim may return a's rows again: refused; b's are its own session.
+  CHECK(f.add({written_by("a", row(5, "order-42")), written_by("b", row(6, "order-42"))}) == 1);
+  f.accept(3);
+  CHECK(f.take() == Ids{4});
+  f.accept(4);
+  CHECK(f.take() == Ids{6});
+}
+
 TEST_CASE("A row without session parks alone", "[dispatch][planner][park]") {
   auto policy = test_policy();
   policy.max_attempts = 1;

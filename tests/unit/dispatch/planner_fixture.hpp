@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,17 +38,24 @@ inline std::string numbered(const char* prefix, long long n) {
   return text;
 }
 
-// What the planner tests say about a row: its id, session ("" for none), persisted attempts and partition.
+// What the planner tests say about a row: its id, session ("" for none), persisted attempts, partition and writer.
 struct RowRef {
   core::RowId id = 0;
   std::string session;
   int attempts = 0;
   int partition = 0;
+  std::optional<std::string> writer = std::nullopt;
   std::string destination;
 };
 
 inline RowRef row(core::RowId id, std::string session = "", int attempts = 0, int partition = 0) {
-  return {id, std::move(session), attempts, partition, ""};
+  return {id, std::move(session), attempts, partition, std::nullopt, ""};
+}
+
+// The row as `writer` wrote it; row() alone is a row without writer (written before 009).
+inline RowRef written_by(std::string writer, RowRef ref) {
+  ref.writer = std::move(writer);
+  return ref;
 }
 
 // The rows as the planner holds them, without payload.
@@ -58,6 +66,7 @@ inline std::vector<HeldRow> held(const std::vector<RowRef>& rows) {
     HeldRow h;
     h.message.id = ref.id;
     if (!ref.session.empty()) h.message.session_id = ref.session;
+    h.message.writer = ref.writer;
     h.message.attempts = ref.attempts;
     h.message.partition = ref.partition;
     h.message.destination = ref.destination;

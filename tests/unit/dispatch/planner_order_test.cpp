@@ -37,6 +37,23 @@ TEST_CASE("Sessions flow independently of each other", "[dispatch][planner]") {
   CHECK(f.planner.buffered() == 0);
 }
 
+TEST_CASE("One session id from two writers is two sessions, and rows without writer a third", "[dispatch][planner]") {
+  PlannerFixture f;
+  f.add({written_by("a", row(1, "order-42")), written_by("a", row(2, "order-42")),
+         written_by("b", row(3, "order-42")), written_by("b", row(4, "order-42")), row(5, "order-42"),
+         row(6, "order-42")});
+  CHECK(f.take() == Ids{1, 3, 5});  // one head per writer, not one for the session id
+  f.reject(1);                        // a's session backs off: b's and the writerless one do not wait
+  f.accept(3);
+  f.accept(5);
+  CHECK(f.take() == Ids{4, 6});
+  CHECK(f.planner.buffered() == 2);  // a's 1 (retrying) and 2 behind it
+  f.clock.advance(100ms);
+  CHECK(f.take() == Ids{1});
+  f.accept(1);
+  CHECK(f.take() == Ids{2});
+}
+
 TEST_CASE("take_ready serves the oldest session head first", "[dispatch][planner]") {
   auto policy = test_policy();
   policy.window = 1;

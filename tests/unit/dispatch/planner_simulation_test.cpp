@@ -32,6 +32,9 @@ struct Scenario {
   int max_attempts;
   double poison_share;  // rows the broker always rejects
   std::uint64_t seed;
+  // Each session id's rows dealt among two writers and none (written before
+  // 009), three sessions to the rules; otherwise no row has a writer.
+  bool shared_session_ids;
 };
 
 constexpr int kSessions = 200;
@@ -44,15 +47,23 @@ enum class Status { pending, dispatched, parked };
 // The outbox table as the claim sees it.
 struct DbRow {
   std::string session;
+  std::optional<std::string> writer;
+  std::string scope;  // the session as the rules see it: session id and writer; empty without session id
   Status status = Status::pending;
   int attempts = 0;
   SteadyTime next_attempt{};
   bool poison = false;
 };
 
+// The session as the rules see it: one writer's (or no writer's) rows of a session id.
+std::string scope_of(const std::string& session, const std::optional<std::string>& writer) {
+  if (session.empty()) return session;
+  return session + "|" + writer.value_or("(none)");
+}
+
 // What the planner should hold, derived from the rules alone.
 struct ModelRow {
-  std::string session;
+  std::string session;  // scope_of()
   int attempts = 0;
   int releases = 0;
   SteadyTime retry_at{};
@@ -111,9 +122,13 @@ class Simulation {
     }
     labels.resize(labels.size() + kLooseRows);
     std::shuffle(labels.begin(), labels.end(), gen_);
+    const std::optional<std::string> writers[] = {std::nullopt, "app_a", "app_b"};
     for (std::size_t i = 0; i < labels.size(); ++i) {
       const RowId id = static_cast<RowId>(i + 1);
-      db_[id] = DbRow{labels[i], Status::pending, 0, {}, chance(scenario_.poison_share)};
+      std::optional<std::string> writer;
+      if (scenario_.shared_session_ids && !labels[i].empty()) writer = writers[below(3)];
+      const std::string scope = scope_of(labels[i], writer);
+      db_[id] = DbRow{labels[i], writer, scope, Status::pending, 0, {}, chance(scenario_.poison_share)};
       commit_order_.push_back(id);
     }
     if (scenario_.late_commits) {
@@ -139,23 +154,24 @@ class Simulation {
     const SteadyTime now = clock_.now();
     for (const RowId id : visible_) {
       const DbRow& r = db_.at(id);
-      if (!r.session.empty() && blocked.contains(r.session)) continue;
+      if (!r.scope.empty() && blocked.contains(r.scope)) continue;
       if (r.next_attempt > now) {
-        if (!r.session.empty()) blocked.insert(r.session);
+        if (!r.scope.empty()) blocked.insert(r.scope);
         continue;
       }
       if (behind_park(id, r)) continue;
-      rows.push_back({id, r.session, r.attempts, 0, ""});
+      rows.push_back({id, r.session, r.attempts, 0, r.writer, ""});
     }
     std::size_t expected = 0;
     for (const RowRef& ref : rows) {
+      const std::string& scope = db_.at(ref.id).scope;
       if (model_.contains(ref.id) || settled_.contains(ref.id)) continue;
-      if (!ref.session.empty() && sessions_[ref.session].parked) continue;
-      model_[ref.id] = ModelRow{ref.session, ref.attempts};
-      if (ref.session.empty()) {
+      if (!scope.empty() && sessions_[scope].parked) continue;
+      model_[ref.id] = ModelRow{scope, ref.attempts};
+      if (scope.empty()) {
         loose_.insert(ref.id);
       } else {
-        sessions_[ref.session].fresh.insert(ref.id);
+        sessions_[scope].fresh.insert(ref.id);
       }
       ++expected;
     }
@@ -363,8 +379,8 @@ class Simulation {
       if (write.park) {
         r.status = Status::parked;
         visible_.erase(write.id);
-        if (!r.session.empty()) {
-          auto [it, inserted] = parked_min_.try_emplace(r.session, write.id);
+        if (!r.scope.empty()) {
+          auto [it, inserted] = parked_min_.try_emplace(r.scope, write.id);
           if (!inserted) it->second = std::min(it->second, write.id);
         }
       } else {
@@ -401,8 +417,8 @@ class Simulation {
   }
 
   bool behind_park(RowId id, const DbRow& r) const {
-    const auto p = parked_min_.find(r.session);
-    return !r.session.empty() && p != parked_min_.end() && p->second < id;
+    const auto p = parked_min_.find(r.scope);
+    return !r.scope.empty() && p != parked_min_.end() && p->second < id;
   }
 
   bool finished() const {
@@ -425,12 +441,15 @@ class Simulation {
     CHECK(planner_.counters().stale == 0);
     if (scenario_.max_attempts > 1000) CHECK(dispatched == db_.size());
     if (scenario_.poison_share > 0) CHECK(parked > 0);
-    // Strict order without late commits: each session accepted in id order.
+    // Strict order without late commits: each session accepted in id order, every row of it.
     if (scenario_.per_session == 1 && !scenario_.late_commits) {
+      std::size_t rows = 0;
       for (const auto& [name, ids] : accepted_) {
         REQUIRE(std::is_sorted(ids.begin(), ids.end()));
-        REQUIRE(ids.size() == static_cast<std::size_t>(kRowsPerSession));
+        rows += ids.size();
       }
+      CHECK(rows == static_cast<std::size_t>(kSessions * kRowsPerSession));
+      if (!scenario_.shared_session_ids) CHECK(accepted_.size() == static_cast<std::size_t>(kSessions));
     }
   }
 
@@ -444,10 +463,10 @@ class Simulation {
   std::vector<RowId> commit_order_;
   std::size_t committed_ = 0;
   std::set<RowId> visible_;  // committed and pending
-  std::map<std::string, RowId> parked_min_;
+  std::map<std::string, RowId> parked_min_;  // by scope
 
   std::unordered_map<RowId, ModelRow> model_;
-  std::map<std::string, ModelSession> sessions_;
+  std::map<std::string, ModelSession> sessions_;  // by scope
   std::set<RowId> loose_;
   std::set<RowId> settled_;
   std::map<RowId, int> unpersisted_failures_;
@@ -459,20 +478,32 @@ class Simulation {
 
 TEST_CASE("Strict order holds for 200 sessions x 20 rows under random outcomes", "[dispatch][planner][simulation]") {
   const auto seed = GENERATE(1u, 2u);
-  Simulation({1, false, 1'000'000, 0.0, seed}).run();
+  Simulation({1, false, 1'000'000, 0.0, seed, false}).run();
 }
 
 TEST_CASE("per_session_in_flight = 3 under random outcomes", "[dispatch][planner][simulation]") {
   const auto seed = GENERATE(4u);
-  Simulation({3, false, 1'000'000, 0.0, seed}).run();
+  Simulation({3, false, 1'000'000, 0.0, seed, false}).run();
 }
 
 TEST_CASE("Late commits and parks under random outcomes in strict mode", "[dispatch][planner][simulation]") {
   const auto seed = GENERATE(6u, 7u);
-  Simulation({1, true, 3, 0.01, seed}).run();
+  Simulation({1, true, 3, 0.01, seed, false}).run();
 }
 
 TEST_CASE("Late commits and parks under random outcomes with 3 per session", "[dispatch][planner][simulation]") {
   const auto seed = GENERATE(9u);
-  Simulation({3, true, 3, 0.01, seed}).run();
+  Simulation({3, true, 3, 0.01, seed, false}).run();
+}
+
+TEST_CASE("Writers sharing session ids: each writer's rows in order, apart from the others'",
+          "[dispatch][planner][simulation]") {
+  const auto seed = GENERATE(11u);
+  Simulation({1, false, 1'000'000, 0.0, seed, true}).run();
+}
+
+TEST_CASE("Writers sharing session ids: one writer's parks hold back none of another's rows",
+          "[dispatch][planner][simulation]") {
+  const auto seed = GENERATE(12u, 13u);
+  Simulation({1, true, 3, 0.01, seed, true}).run();
 }

@@ -81,7 +81,7 @@ TEST_CASE("merge_claim: rows held back count towards a full batch and move the c
   CHECK(claim.immediate_full);
   CHECK(claim.last_immediate_id == 4);
   REQUIRE(claim.held_back.size() == 1);
-  CHECK(claim.held_back[0].session == "a");
+  CHECK(claim.held_back[0].order == "a");
   CHECK(ids_of(claim.rows) == Ids{1});
 }
 
@@ -144,6 +144,22 @@ TEST_CASE("RowBook: a session's rows behind one held back wait for the next pass
   CHECK(claimed.added == 1);  // 6 waits: 4 of its session was passed over
   CHECK(f.book.find(6) == nullptr);
   CHECK(f.book.claim_request(3).after_id == 6);
+}
+
+TEST_CASE("RowBook: a row held back holds back its own writer's rows of the session id, not another's",
+          "[dispatch][row_book]") {
+  BookFixture f;
+  auto written_by = [](const char* writer, core::OutboxMessage m) {
+    m.writer = writer;
+    return m;
+  };
+  core::ClaimedSets sets;
+  sets.immediate = immediate({written_by("app_a", message(6, "order-42")), written_by("app_b", message(7, "order-42"))},
+                             {{4, core::order_key("app_a", "order-42")}});
+  const auto claimed = f.claim(sets, 3);
+  CHECK(claimed.added == 1);
+  CHECK(f.book.find(6) == nullptr);  // behind app_a's 4
+  CHECK(f.book.find(7) != nullptr);
 }
 
 TEST_CASE("RowBook: a timeout marked lets a claim find the rows it held back", "[dispatch][row_book]") {
