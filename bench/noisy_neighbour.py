@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Noisy neighbour: one row of a quiet destination behind another destination's backlog.
 
-Run it through bench/noisy_neighbour.sh, which starts the services. Each run,
+Run it through bench/run.sh --noisy-neighbour, which starts the services. Each run,
 with outboxd running and caught up, a bulk job commits N rows to destination
 `bulk` in K sessions (one transaction, as the writer role); 0.5 s later a
 service commits one row to `payments`. Reports the payments row's

@@ -3,6 +3,7 @@
 #
 #   bench/run.sh [--rows N] [--sessions K] [--window W] [--runs R] [--broker rabbitmq|artemis]
 #                [--instances N] [--rate ROWS_PER_S --seconds S] [--writer-cost]
+#   bench/run.sh --noisy-neighbour [--rows N] [--sessions K] [--runs R] [--delay S] [--broker ...]
 #
 # Builds Release, starts PostgreSQL and the broker in .scratch/bench, and runs
 # bench/bench.py, which prints medians of R runs.
@@ -23,4 +24,9 @@ scripts/services.sh start
 trap 'scripts/services.sh stop' EXIT
 # shellcheck disable=SC1091
 source "$OUTBOXD_SCRATCH/services.env"
-/usr/bin/python3 bench/bench.py --build build-release "$@"
+if [[ "${1:-}" == "--noisy-neighbour" ]]; then
+  shift
+  /usr/bin/python3 bench/noisy_neighbour.py --build build-release "$@"
+else
+  /usr/bin/python3 bench/bench.py --build build-release "$@"
+fi
