@@ -70,6 +70,7 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
     rows.push_back({std::move(row), due_since});
   }
   claimed.added = planner_.add(std::move(rows));
+  claimed.backlog_began = claim.immediate_full && !pass_.in_backlog();
   pass_.on_claim(claim.immediate_full, claim.last_immediate_id);
   if (claim.immediate_full) pass_.on_lanes(std::move(claim.backlog_destinations), std::move(claim.lanes_after));
   claimed.more = claim.more();

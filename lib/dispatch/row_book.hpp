@@ -59,6 +59,7 @@ class RowBook {
     std::size_t rows = 0;    // rows returned (merged, held-back ones left out), before the pass's rules
     std::size_t added = 0;   // rows handed to the planner
     bool more = false;       // a batch was full: claim again without being told
+    bool backlog_began = false;  // the first full claim of a pass: a backlog to read
     std::optional<std::chrono::milliseconds> next_due;  // when the claim came back short
   };
   // The claim that `request` asked for, sent at `started`, returned `sets`.
