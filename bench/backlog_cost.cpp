@@ -38,7 +38,7 @@ std::vector<int> every_partition(pg::Connection& connection, const std::string& 
 
 // The statement as OutboxStore runs it, with the same parameters.
 int print_plan(pg::Connection& connection, const std::string& schema, const std::vector<int>& partitions) {
-  const std::string sql = pg::outbox_sql::backlog(pg::quote_ident(schema) + ".messages");
+  const std::string sql = pg::outbox_sql::backlog(pg::quote_ident(schema), pg::quote_ident(schema) + ".messages");
   auto plan = connection.exec_params("EXPLAIN (ANALYZE, BUFFERS) " + sql,
                                      {pg::int_array_literal(partitions),
                                       std::to_string(daemon::BacklogMetrics::kCountCap),
