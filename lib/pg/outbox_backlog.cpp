@@ -1,4 +1,4 @@
-// The backlog figures of /metrics: one statement of index lookups on the partial indexes of 015_backlog_index.sql.
+// The backlog figures of /metrics: two statements of index lookups on the partial indexes of 015_backlog_index.sql.
 #include <algorithm>
 
 #include "pg/outbox_sql.hpp"
@@ -20,11 +20,22 @@ const std::string kScheduledRows = std::string(kWaiting) + " AND m.due_at > now(
 constexpr const char* kHeld = "unnest($1::int[]) p";
 constexpr const char* kEvery = "every e(p)";
 
-// Every destination with such rows, in name order, one index descent each (a skip scan).
-std::string destinations(const std::string& name, const std::string& t, const char* rows) {
-  return name + "(d) AS (SELECT min(m.destination) FROM " + t + " m WHERE " + rows +
+// Destinations with such rows, in name order, one index descent each (a skip
+// scan): every one, or with `first_only` the first $3 + 1, which tells
+// whether more than $3 have rows at a cost that does not grow with them.
+std::string destinations(const std::string& name, const std::string& t, const char* rows, bool first_only = false) {
+  return name + "(d, n) AS (SELECT min(m.destination), 1 FROM " + t + " m WHERE " + rows +
          " UNION ALL SELECT (SELECT min(m.destination) FROM " + t + " m WHERE " + rows +
-         " AND m.destination > w.d) FROM " + name + " w WHERE w.d IS NOT NULL)";
+         " AND m.destination > w.d), w.n + 1 FROM " + name + " w WHERE w.d IS NOT NULL" +
+         (first_only ? " AND w.n <= $3)" : ")");
+}
+
+// The destinations of the three walks, each once.
+std::string found(const std::string& t, bool first_only) {
+  return destinations("waiting", t, kWaiting, first_only) + ", " + destinations("retrying", t, kRetrying, first_only) +
+         ", " + destinations("parked", t, kParked, first_only) +
+         ", found AS (SELECT d FROM waiting WHERE d IS NOT NULL UNION SELECT d FROM retrying WHERE d IS NOT NULL "
+         "UNION SELECT d FROM parked WHERE d IS NOT NULL)";
 }
 
 // The rows of destination x.d in one partition p, per partition so that
@@ -52,6 +63,15 @@ std::string first_rows(const std::string& t, const char* rows, const char* colum
 
 std::string milliseconds(const std::string& interval) {
   return "(extract(epoch FROM " + interval + ") * 1000)::bigint";
+}
+
+// The figures of each destination x.d listed, in the held partitions:
+// destination, due, scheduled, retrying, parked, oldest due (ms ago), next scheduled (ms ahead).
+std::string figures(const std::string& t) {
+  return "SELECT x.d, " + capped_count(t, kDueRows) + ", " + capped_count(t, kScheduledRows) + ", " +
+         capped_count(t, kRetrying) + ", " + capped_count(t, kParked) + ", " +
+         milliseconds("now() - " + first_due(t, kDueRows)) + ", " +
+         milliseconds(first_due(t, kScheduledRows) + " - now()");
 }
 
 // What a destination is ranked by, over every partition, so that every
@@ -98,15 +118,21 @@ std::string listed() {
 }  // namespace
 
 std::string backlog(const std::string& s, const std::string& t) {
-  return "WITH RECURSIVE " + destinations("waiting", t, kWaiting) + ", " + destinations("retrying", t, kRetrying) +
-         ", " + destinations("parked", t, kParked) +
-         ", found AS (SELECT d FROM waiting WHERE d IS NOT NULL UNION SELECT d FROM retrying WHERE d IS NOT NULL "
-         "UNION SELECT d FROM parked WHERE d IS NOT NULL), " +
-         rank_figures(s, t) + ", " + listed() + " SELECT x.d, " + capped_count(t, kDueRows) + ", " +
-         capped_count(t, kScheduledRows) + ", " + capped_count(t, kRetrying) + ", " + capped_count(t, kParked) +
-         ", " + milliseconds("now() - " + first_due(t, kDueRows)) + ", " +
-         milliseconds(first_due(t, kScheduledRows) + " - now()") +
+  return "WITH RECURSIVE " + found(t, false) + ", " + rank_figures(s, t) + ", " + listed() + " " + figures(t) +
          ", greatest(0, (SELECT count(*) FROM found) - $3) FROM listed x ORDER BY x.d";
+}
+
+// The destinations in $4 (those a ranking chose), unless no more than $3
+// have rows: then every one, as backlog() lists them then. Either way at most
+// $3 + 1 descents per index to tell, and the figures of $3 destinations: the
+// cost of backlog() with $3 destinations or fewer, whatever the number beyond.
+// The last column says whether more than $3 have rows; those left out are not
+// counted, for that needs the walk over every destination.
+std::string backlog_of(const std::string& t) {
+  const std::string beyond = "(SELECT count(*) FROM found) > $3";
+  return "WITH RECURSIVE " + found(t, true) + ", listed AS (SELECT d FROM found WHERE NOT " + beyond +
+         " UNION ALL SELECT d FROM unnest($4::text[]) c(d) WHERE " + beyond + ") " + figures(t) + ", " + beyond +
+         " FROM listed x ORDER BY x.d";
 }
 
 }  // namespace outbox_sql
@@ -115,7 +141,7 @@ namespace {
 
 double seconds(std::int64_t ms) { return static_cast<double>(ms) / 1000.0; }
 
-DestinationBacklog backlog_of(const Rows& rows, int r) {
+DestinationBacklog destination_at(const Rows& rows, int r) {
   DestinationBacklog d;
   d.destination = std::string(rows.text(r, 0));
   d.due = rows.int64(r, 1);
@@ -137,8 +163,23 @@ core::Result<BacklogReport> OutboxStore::backlog(const std::vector<int>& partiti
                               std::to_string(max_destinations)});
   if (!rows) return core::Error{rows.error().kind, "measuring the backlog: " + rows.error().message};
   const Rows& r = rows.value();
-  for (int i = 0; i < r.size(); ++i) report.destinations.push_back(backlog_of(r, i));
+  for (int i = 0; i < r.size(); ++i) report.destinations.push_back(destination_at(r, i));
   report.left_out = r.size() > 0 ? r.int64(0, 7) : 0;
+  report.beyond_bound = report.left_out > 0;
+  return report;
+}
+
+core::Result<BacklogReport> OutboxStore::backlog_of(const std::vector<int>& partitions, int count_cap,
+                                                    int max_destinations,
+                                                    const std::vector<std::string>& destinations) {
+  BacklogReport report;
+  if (partitions.empty() || max_destinations <= 0) return report;
+  auto rows = run("backlog_of", {int_array_literal(partitions), std::to_string(count_cap),
+                                 std::to_string(max_destinations), text_array_literal(destinations)});
+  if (!rows) return core::Error{rows.error().kind, "measuring the backlog: " + rows.error().message};
+  const Rows& r = rows.value();
+  for (int i = 0; i < r.size(); ++i) report.destinations.push_back(destination_at(r, i));
+  report.beyond_bound = r.size() > 0 && r.boolean(0, 7);
   return report;
 }
 

@@ -186,6 +186,7 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
       {prefix_ + "purge", sql::purge(table_)},
       {prefix_ + "backlog", sql::backlog(quote_ident(schema_), table_)},
+      {prefix_ + "backlog_of", sql::backlog_of(table_)},
       {prefix_ + "purge_cancelled", sql::purge_cancelled(table_)},
       {prefix_ + "purge_events", sql::purge_events(quote_ident(schema_))},
       {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},

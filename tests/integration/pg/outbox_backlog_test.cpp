@@ -94,3 +94,60 @@ TEST_CASE("a destination past the count cap ranks by its due rows in every parti
   CHECK(report.destinations[0].oldest_due_age >= 60);
   CHECK(report.left_out == 2);
 }
+
+TEST_CASE("between rankings, backlog_of measures the destinations chosen, as they are now, and no other",
+          "[pg][backlog]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  const std::string awkward = R"(a"b\c,{d})";  // through the text[] literal of $4
+  add_rows(setup, "orders", 3, "now()");
+  add_rows(setup, awkward, 2, "now()");
+  add_rows(setup, "audit", 1, "now()");
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+
+  auto ranked = store.backlog(all_partitions(), 5, 2);
+  REQUIRE(ranked);
+  const auto chosen = names(ranked.value());
+  REQUIRE(chosen == std::vector<std::string>{awkward, "orders"});
+  CHECK(ranked.value().left_out == 1);
+  CHECK(ranked.value().beyond_bound);
+
+  // A chosen destination grows, another drains, and a new one owes more than any.
+  add_rows(setup, "orders", 1, "now()", 3);
+  must(setup, "DELETE FROM outbox.messages WHERE destination = $1", {awkward});
+  add_rows(setup, "big", 5, "now()");
+  auto between = store.backlog_of(all_partitions(), 5, 2, chosen);
+  REQUIRE(between);
+  REQUIRE(names(between.value()) == chosen);
+  CHECK(between.value().destinations[0].due == 0);
+  CHECK(between.value().destinations[1].due == 4);
+  CHECK(between.value().beyond_bound);
+  CHECK(between.value().left_out == 0);  // not counted: the ranking's count stands
+
+  // The next ranking finds it.
+  ranked = store.backlog(all_partitions(), 5, 2);
+  REQUIRE(ranked);
+  CHECK(names(ranked.value()) == std::vector<std::string>{"big", "orders"});
+  CHECK(ranked.value().left_out == 1);
+}
+
+TEST_CASE("backlog_of lists every destination, chosen or not, once they fit again", "[pg][backlog]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  add_rows(setup, "audit", 1, "now() + interval '1 hour'");
+  add_rows(setup, "billing", 1, "now()");
+  must(setup, "UPDATE outbox.messages SET status = 'parked' WHERE destination = 'billing'");
+
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  auto report = store.backlog_of(all_partitions(), 5, 2, {"orders", "z-old"});
+  REQUIRE(report);
+  CHECK(names(report.value()) == std::vector<std::string>{"audit", "billing"});
+  CHECK(report.value().destinations[0].scheduled == 1);
+  CHECK(report.value().destinations[1].parked == 1);
+  CHECK_FALSE(report.value().beyond_bound);
+  CHECK(report.value().left_out == 0);
+}
