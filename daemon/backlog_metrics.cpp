@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "daemon/backlog_ranking.hpp"
+
 namespace outboxd::daemon {
 
 namespace {
@@ -12,7 +14,8 @@ const std::string kRowsHelp = "Rows of the partitions this instance leases, per 
                               "scheduled, retrying, parked); each count stops at " +
                               std::to_string(BacklogMetrics::kCountCap) + "; at most " +
                               std::to_string(BacklogMetrics::kMaxDestinations) +
-                              " destinations, those owing the most rows (due, retrying, parked)";
+                              " destinations, those owing the most rows (due, retrying, parked) when last ranked "
+                              "(every " + std::to_string(BacklogRanking::kPeriod.count()) + " s)";
 
 metrics::Labels of(const std::string& destination) { return {{"destination", destination}}; }
 
@@ -47,7 +50,8 @@ BacklogMetrics::BacklogMetrics(metrics::Registry& r)
                             "Seconds until the next scheduled row falls due, per destination; absent when none is "
                             "scheduled")),
       left_out_(r.gauge("outboxd_backlog_destinations_truncated",
-                        "Destinations with rows that the backlog series leave out")) {}
+                        "Destinations with rows that the backlog series leave out, counted when last ranked; 0 "
+                        "as soon as every one has series")) {}
 
 void BacklogMetrics::publish(const pg::BacklogReport& report) {
   const auto shown = with_drained(report.destinations, shown_, static_cast<std::size_t>(kMaxDestinations));

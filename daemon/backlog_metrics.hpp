@@ -20,7 +20,8 @@ class BacklogMetrics {
   // Each count stops here: the cost of a measurement must not grow with the table.
   static constexpr int kCountCap = 10000;
   // Series per family: beyond it, the destinations owing the fewest rows are
-  // left out (lib/pg/outbox_backlog.cpp ranks them), and counted.
+  // left out (lib/pg/outbox_backlog.cpp ranks them, BacklogRanking says
+  // when), and counted.
   static constexpr int kMaxDestinations = 20;
 
   explicit BacklogMetrics(metrics::Registry& registry);
