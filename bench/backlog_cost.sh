@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # The backlog measurement's cost with N pending rows: a fresh database, N rows, then bench/backlog_cost.
 #
-#   bench/backlog_cost.sh ROWS [RUNS]      e.g. bench/backlog_cost.sh 1000000
+#   bench/backlog_cost.sh ROWS [RUNS] [DESTINATIONS] [REPEATS]   e.g. bench/backlog_cost.sh 1000000 11 10000 3
 #
 # Needs the PostgreSQL of scripts/services.sh (source its services.env) and a
 # build with the backlog_cost target (BUILD, default build). The rows spread
-# over 10 destinations: 90% due now, 10% scheduled an hour ahead, 1 in 1000
-# retrying and 1 in 1000 parked. The database is dropped afterwards.
+# evenly over DESTINATIONS destinations (default 10), ten consecutive rows to
+# each in turn: 90% due now, 10% scheduled an hour ahead, 1 in 1000 retrying
+# and 1 in 1000 parked. bench/backlog_cost runs REPEATS times (default 1) on
+# that database, each time RUNS timings of each statement. The database is
+# dropped afterwards.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-rows=${1:?usage: bench/backlog_cost.sh ROWS [RUNS]}
+rows=${1:?usage: bench/backlog_cost.sh ROWS [RUNS] [DESTINATIONS] [REPEATS]}
 runs=${2:-11}
+destinations=${3:-10}
+repeats=${4:-1}
 build=${BUILD:-$root/build}
 : "${OUTBOXD_TEST_PG_URL:?source the services.env of scripts/services.sh}"
 db="backlog_cost_$$"
@@ -30,7 +35,7 @@ printf 'database:\n  url: "%s/%s"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n' "$
 psql -X -q -d "$base/$db" -v ON_ERROR_STOP=1 <<SQL
 CREATE ROLE $dispatcher LOGIN IN ROLE outbox_dispatcher;
 INSERT INTO outbox.messages (message_id, destination, due_at)
-SELECT 'm' || i, 'destination-' || (i % 10),
+SELECT 'm' || i, 'destination-' || (i / 10 % $destinations),
        CASE WHEN i % 10 = 0 THEN now() + interval '1 hour' ELSE now() END
   FROM generate_series(1, $rows) i;
 UPDATE outbox.messages SET attempts = 1, next_attempt_at = now() + interval '1 minute' WHERE id % 1000 = 1;
@@ -39,4 +44,6 @@ VACUUM ANALYZE outbox.messages;
 SQL
 printf 'database:\n  url: "%s/%s"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n' \
   "${base/postgres@/$dispatcher@}" "$db" >"$work/run.yaml"
-"$build/bench/backlog_cost" -c "$work/run.yaml" "$runs"
+for _ in $(seq "$repeats"); do
+  "$build/bench/backlog_cost" -c "$work/run.yaml" "$runs"
+done

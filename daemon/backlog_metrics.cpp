@@ -4,14 +4,18 @@
 #include <algorithm>
 #include <utility>
 
+#include "daemon/backlog_ranking.hpp"
+
 namespace outboxd::daemon {
 
 namespace {
 
 const std::string kRowsHelp = "Rows of the partitions this instance leases, per destination and state (due, "
                               "scheduled, retrying, parked); each count stops at " +
-                              std::to_string(BacklogMetrics::kCountCap) + ", the first " +
-                              std::to_string(BacklogMetrics::kMaxDestinations) + " destinations by name";
+                              std::to_string(BacklogMetrics::kCountCap) + "; at most " +
+                              std::to_string(BacklogMetrics::kMaxDestinations) +
+                              " destinations, those owing the most rows (due, retrying, parked) when last ranked "
+                              "(every " + std::to_string(BacklogRanking::kPeriod.count()) + " s)";
 
 metrics::Labels of(const std::string& destination) { return {{"destination", destination}}; }
 
@@ -45,8 +49,9 @@ BacklogMetrics::BacklogMetrics(metrics::Registry& r)
       next_due_(r.gauge_set("outboxd_backlog_next_due_seconds",
                             "Seconds until the next scheduled row falls due, per destination; absent when none is "
                             "scheduled")),
-      truncated_(r.gauge("outboxd_backlog_destinations_truncated",
-                         "1 when more destinations have rows than the backlog series show")) {}
+      left_out_(r.gauge("outboxd_backlog_destinations_truncated",
+                        "Destinations with rows that the backlog series leave out, counted when last ranked; 0 "
+                        "as soon as every one has series")) {}
 
 void BacklogMetrics::publish(const pg::BacklogReport& report) {
   const auto shown = with_drained(report.destinations, shown_, static_cast<std::size_t>(kMaxDestinations));
@@ -64,7 +69,7 @@ void BacklogMetrics::publish(const pg::BacklogReport& report) {
   rows_.replace(std::move(rows));
   oldest_due_age_.replace(std::move(ages));
   next_due_.replace(std::move(next));
-  truncated_.set(report.truncated ? 1 : 0);
+  left_out_.set(report.left_out);
 }
 
 void BacklogMetrics::clear() {

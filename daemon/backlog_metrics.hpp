@@ -19,7 +19,9 @@ class BacklogMetrics {
  public:
   // Each count stops here: the cost of a measurement must not grow with the table.
   static constexpr int kCountCap = 10000;
-  // Series per family: destinations beyond the first ones by name are not shown.
+  // Series per family: beyond it, the destinations owing the fewest rows are
+  // left out (lib/pg/outbox_backlog.cpp ranks them, BacklogRanking says
+  // when), and counted.
   static constexpr int kMaxDestinations = 20;
 
   explicit BacklogMetrics(metrics::Registry& registry);
@@ -33,7 +35,7 @@ class BacklogMetrics {
   metrics::GaugeSet& rows_;
   metrics::GaugeSet& oldest_due_age_;
   metrics::GaugeSet& next_due_;
-  metrics::Gauge& truncated_;
+  metrics::Gauge& left_out_;
   std::vector<std::string> shown_;
 };
 

@@ -72,6 +72,10 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
                                           int max_destinations) override {
     return store_->backlog(partitions, count_cap, max_destinations);
   }
+  core::Result<pg::BacklogReport> backlog_of(const std::vector<int>& partitions, int count_cap, int max_destinations,
+                                             const std::vector<std::string>& destinations) override {
+    return store_->backlog_of(partitions, count_cap, max_destinations, destinations);
+  }
   core::Result<pg::FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int batch) override {
     return store_->purge_failed(keep_for, batch);
   }

@@ -34,6 +34,9 @@ class RowStore {
   virtual void replan() = 0;  // plans made on smaller tables are made again (pg::OutboxStore::replan)
   virtual core::Result<pg::BacklogReport> backlog(const std::vector<int>& partitions, int count_cap,
                                                   int max_destinations) = 0;
+  virtual core::Result<pg::BacklogReport> backlog_of(const std::vector<int>& partitions, int count_cap,
+                                                     int max_destinations,
+                                                     const std::vector<std::string>& destinations) = 0;
   virtual core::Result<pg::FailedPurge> purge_failed(std::chrono::milliseconds keep_for, int batch) = 0;
   virtual core::Status arm_notify(std::string_view instance_id, bool armed) = 0;
   virtual core::Result<std::vector<std::string>> open_transactions() = 0;

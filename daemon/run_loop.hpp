@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "config/reload.hpp"
 #include "daemon/backlog_metrics.hpp"
+#include "daemon/backlog_ranking.hpp"
 #include "core/clock.hpp"
 #include "daemon/lease_keeper.hpp"
 #include "daemon/ports.hpp"
@@ -97,6 +98,7 @@ class RunLoop {
   metrics::Health health_;
   RunLoopMetrics metrics_;
   BacklogMetrics backlog_;
+  BacklogRanking backlog_ranking_;
   std::unique_ptr<metrics::HttpServer> http_;
   Database& db_;
   Broker& broker_;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace outboxd::daemon {
 
@@ -62,17 +63,23 @@ void RunLoop::purge_finished() {
 }
 
 // The figures cover the partitions this instance holds: those it claims from
-// and those draining, which no other instance may hold yet.
+// and those draining, which no other instance may hold yet. Past the bound on
+// destinations, which ones are measured is chosen at most once a period
+// (BacklogRanking): the ranking costs far more than the figures.
 void RunLoop::measure_backlog() {
   const auto now = clock_.now();
   if (now < next_backlog_ || !db_.up() || stopping_) return;
   next_backlog_ = now + config_.http.backlog_interval;
   auto held = leases_.partitions();
   held.insert(held.end(), leases_.draining().begin(), leases_.draining().end());
-  auto report = db_.rows().backlog(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations);
+  const bool rank = backlog_ranking_.due(now);
+  auto report = rank ? db_.rows().backlog(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations)
+                     : db_.rows().backlog_of(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations,
+                                             backlog_ranking_.chosen());
   if (!report) return fail_database(report.error());
   backlog_.duration.observe(std::chrono::duration<double>(clock_.now() - now).count());
-  backlog_.publish(report.value());
+  backlog_.publish(rank ? backlog_ranking_.ranked(std::move(report).value(), now)
+                        : backlog_ranking_.between(std::move(report).value()));
 }
 
 // Measured only for /metrics, and not at all with backlog_interval_ms 0.
@@ -81,6 +88,7 @@ void RunLoop::schedule_backlog(core::SteadyTime now) {
   if (config_.http.listen.empty() || interval.count() == 0) {
     next_backlog_ = core::SteadyTime::max();
     backlog_.clear();
+    backlog_ranking_ = {};  // turned on again, it ranks at once
     return;
   }
   next_backlog_ = std::min(next_backlog_, now + interval);

@@ -30,8 +30,10 @@ std::string delete_dispatched(const std::string& t, const std::string& leases);
 std::string record_failures(const std::string& t, const std::string& leases);
 std::string time_to_next_due(const std::string& t);
 std::string purge(const std::string& t);
-// $1 partitions, $2 count cap, $3 destinations listed; defined in outbox_backlog.cpp.
-std::string backlog(const std::string& t);
+// $1 partitions, $2 count cap, $3 destinations listed; `s` for settings.partition_count; defined in
+// outbox_backlog.cpp. backlog_of: $4 the destinations to list past $3 (text[]).
+std::string backlog(const std::string& s, const std::string& t);
+std::string backlog_of(const std::string& t);
 std::string purge_cancelled(const std::string& t);
 std::string purge_events(const std::string& schema);
 std::string set_idle(const std::string& instances);

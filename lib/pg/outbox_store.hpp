@@ -66,8 +66,9 @@ struct DestinationBacklog {
 };
 
 struct BacklogReport {
-  std::vector<DestinationBacklog> destinations;  // the first ones by name
-  bool truncated = false;  // more destinations have rows than were listed
+  std::vector<DestinationBacklog> destinations;  // by name
+  std::int64_t left_out = 0;  // destinations with rows that were not listed (backlog() counts them)
+  bool beyond_bound = false;  // more destinations have rows than may be listed
 };
 
 // What OutboxStore::purge_failed() deleted.
@@ -162,11 +163,20 @@ class OutboxStore {
   const std::string& channel() const { return channel_; }
 
   // For /metrics: the backlog of these partitions for at most
-  // `max_destinations` destinations (the first by name among those with
-  // pending or parked rows anywhere), each count stopping at `count_cap`.
-  // Index lookups only (015_backlog_index.sql): its cost does not grow with
-  // the table, see outbox_backlog.cpp.
+  // `max_destinations` destinations, each count stopping at `count_cap`.
+  // Beyond `max_destinations` destinations with pending or parked rows in
+  // any partition, those listed are the ones that owe the most rows, then
+  // have waited longest (the rule in outbox_backlog.cpp). Index lookups only
+  // (015_backlog_index.sql); beyond `max_destinations`, the ranking reads up
+  // to `count_cap` entries of every destination, see outbox_backlog.cpp.
   core::Result<BacklogReport> backlog(const std::vector<int>& partitions, int count_cap, int max_destinations);
+  // The same figures for `destinations` (those a ranking by backlog() chose,
+  // not empty), while more than `max_destinations` have rows (beyond_bound;
+  // left_out is not counted then, 0); otherwise for every destination, as
+  // backlog() lists them. Costs what backlog() costs with `max_destinations`
+  // destinations or fewer, whatever the number of destinations beyond.
+  core::Result<BacklogReport> backlog_of(const std::vector<int>& partitions, int count_cap, int max_destinations,
+                                         const std::vector<std::string>& destinations);
 
   // For `outboxd status`: counts per destination and in total.
   core::Result<StatusReport> status();

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -103,6 +104,17 @@ def metrics_text(port):
         return b""
 
 
+def backlog_samples(port):
+    """The backlog gauges of /metrics as {(name, destination, state): value}; "" for a label it has not."""
+    samples = {}
+    for line in metrics_text(port).decode().splitlines():
+        found = re.fullmatch(r'(outboxd_backlog_\w+)(?:\{destination="([^"]*)"(?:,state="(\w+)")?\})? (\S+)', line)
+        if found:
+            name, destination, state, value = found.groups()
+            samples[(name, destination or "", state or "")] = float(value)
+    return samples
+
+
 def until(prometheus, expr, predicate, what):
     """Polls `expr` until its single value satisfies `predicate`; returns that value."""
     def check():
@@ -159,6 +171,37 @@ def test_backlog_series_form_in_prometheus_and_fall_to_zero_as_rows_drain(workdi
         for consumer in consumers:
             consumer.close()
         assert prometheus.stop() == 0, prometheus.log()
+        assert daemon.stop() == 0, daemon.log()
+
+
+def test_backlog_series_go_to_the_destinations_owing_most_rows_not_to_names_sorting_first(workdir, database,
+                                                                                         broker):
+    """Writers choose destination names: 21 destinations of one parked row, named to sort first, must not push out
+    one with 500 due rows held back behind a parked row; the truncation gauge counts the destinations left out."""
+    big = unique("orders")
+    small = [f"!a{i:02}" for i in range(1, 22)]
+    with database.writer() as conn, conn.cursor() as cur:
+        for name in small:
+            enqueue(cur, name, f"{name}-0", b"x", due_at=FAR)
+        enqueue(cur, big, "parked-0", b"p", session_id="s", due_at=FAR)
+    database.query("UPDATE outbox.messages SET status = 'parked', attempts = 10")  # every row written so far
+    with database.writer() as conn, conn.cursor() as cur:
+        cur.execute("SELECT outbox.enqueue(destination => %s, message_id => 'due-' || i, body => 'd'::bytea, "
+                    "session_id => 's') FROM generate_series(1, 500) i", (big,))
+    daemon, port = start_daemon(workdir, database, broker)
+    try:
+        # Once every partition is measured, the 20 destinations shown hold 20 parked rows whichever they are.
+        def measured():
+            samples = backlog_samples(port)
+            parked = sum(v for (name, _, state), v in samples.items()
+                         if name == "outboxd_backlog_rows" and state == "parked")
+            return parked == 20 and samples
+        samples = wait_until(measured, timeout=TIMEOUT, interval=0.2, what="20 parked rows in the backlog series")
+        shown = {d for (name, d, _) in samples if name == "outboxd_backlog_rows"}
+        assert len(shown) == 20, sorted(shown)
+        assert samples.get(("outboxd_backlog_rows", big, "due")) == 500, sorted(shown)
+        assert samples[("outboxd_backlog_destinations_truncated", "", "")] == 2
+    finally:
         assert daemon.stop() == 0, daemon.log()
 
 

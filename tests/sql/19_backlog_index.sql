@@ -18,7 +18,7 @@ VACUUM ANALYZE outbox.messages;
 
 BEGIN;
 SET search_path = public;
-SELECT plan(14);
+SELECT plan(16);
 
 SELECT has_index('outbox', 'messages', 'messages_waiting_idx', ARRAY['destination', 'partition', 'due_at'],
   'messages_waiting_idx leads with destination and partition');
@@ -48,7 +48,10 @@ INSERT INTO lookups VALUES
        AND m.status = 'pending' AND m.next_attempt_at IS NULL AND m.due_at <= now() ORDER BY m.due_at LIMIT 1) o$$),
   ('retrying count', $$SELECT count(*) FROM (SELECT FROM unnest(ARRAY(SELECT generate_series(0, 63))) p,
      LATERAL (SELECT FROM outbox.messages m WHERE m.destination = 'orders' AND m.partition = p
-       AND m.status = 'pending' AND m.next_attempt_at IS NOT NULL LIMIT 1000) r LIMIT 1000) c$$);
+       AND m.status = 'pending' AND m.next_attempt_at IS NOT NULL LIMIT 1000) r LIMIT 1000) c$$),
+  ('rank read', $$SELECT count(*), count(*) FILTER (WHERE r.due_at <= now()) FROM (SELECT m.due_at
+     FROM outbox.messages m WHERE m.destination = 'orders' AND m.status = 'pending' AND m.next_attempt_at IS NULL
+     LIMIT 1000) r$$);
 
 SELECT matches(sqltest.explain((SELECT query FROM lookups WHERE name = 'next destination')),
   'Index Only Scan using messages_waiting_idx', 'the next destination is one look into messages_waiting_idx');
@@ -73,6 +76,10 @@ SELECT is((SELECT min(due_at) FROM outbox.messages WHERE message_id = 'due-41'),
   '... and it is the oldest row neither retrying nor parked');
 SELECT matches(sqltest.explain((SELECT query FROM lookups WHERE name = 'retrying count')),
   'Index Only Scan using messages_retrying_idx', 'retrying rows are counted in messages_retrying_idx');
+SELECT matches(sqltest.explain((SELECT query FROM lookups WHERE name = 'rank read')),
+  'Index Only Scan using messages_waiting_idx', 'a destination is ranked by the first rows of messages_waiting_idx');
+SELECT cmp_ok(pg_temp.buffers((SELECT query FROM lookups WHERE name = 'rank read')), '<', 20,
+  '... one range, touching the pages of the cap''s entries');
 SELECT matches(sqltest.explain($$SELECT 1 FROM outbox.messages b WHERE b.session_id = 'wf-1' AND b.id < 1000000
                                    AND (b.status = 'parked' OR (b.status = 'pending' AND b.next_attempt_at > now()))$$),
   'messages_blocked_idx', 'the claim''s blocked-session probe still uses messages_blocked_idx');

@@ -53,7 +53,7 @@ TEST_CASE("Backlog: a measurement becomes series per destination and state", "[d
   orders.oldest_due_age = 12.5;
   orders.next_due_in = 60;
   report.destinations = {orders, destination("audit")};
-  report.truncated = true;
+  report.left_out = 3;
   backlog.publish(report);
 
   const auto text = registry.render();
@@ -64,7 +64,7 @@ TEST_CASE("Backlog: a measurement becomes series per destination and state", "[d
   CHECK(contains(text, "outboxd_backlog_oldest_due_age_seconds{destination=\"orders\"} 12.5"));
   CHECK(contains(text, "outboxd_backlog_next_due_seconds{destination=\"orders\"} 60"));
   CHECK_FALSE(contains(text, "outboxd_backlog_next_due_seconds{destination=\"audit\"} 0"));
-  CHECK(contains(text, "outboxd_backlog_destinations_truncated 1"));
+  CHECK(contains(text, "outboxd_backlog_destinations_truncated 3"));
 
   SECTION("drained, they read 0 at the next measurement") {
     backlog.publish({});

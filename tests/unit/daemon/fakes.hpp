@@ -159,6 +159,10 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return pg::FailedPurge{};
   }
   core::Result<pg::BacklogReport> backlog(const std::vector<int>&, int, int) override { return pg::BacklogReport{}; }
+  core::Result<pg::BacklogReport> backlog_of(const std::vector<int>&, int, int,
+                                             const std::vector<std::string>&) override {
+    return pg::BacklogReport{};
+  }
   core::Status arm_notify(std::string_view, bool on) override {
     armed = on;
     return {};
