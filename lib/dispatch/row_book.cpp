@@ -41,9 +41,15 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
     request.lanes.after = pass_.lanes_after();
     request.lanes.skip = pass_.backlog_destinations();
   }
-  // The claim by destination reads rows below the cursor too.
+  // The claim by destination reads rows below the cursor too, of every
+  // destination but the backlog's: a few, where the backlog's are thousands
+  // and every id listed is parsed and hashed by each statement.
+  const auto& skipped = request.lanes.skip;
+  auto other_destination = [&](const core::OutboxMessage& m) {
+    return std::find(skipped.begin(), skipped.end(), m.destination) == skipped.end();
+  };
   planner_.for_each_known([&](const HeldRow& held) {
-    if (by_destination || held.message.id > pass_.cursor() || held.message.due_at) {
+    if (held.message.id > pass_.cursor() || held.message.due_at || (by_destination && other_destination(held.message))) {
       request.known.push_back(held.message.id);
     }
   });
