@@ -1,6 +1,8 @@
 // Test rows for <schema>.messages, inserted directly with chosen timestamps and states.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <optional>
 #include <span>
 #include <string>
@@ -20,6 +22,22 @@ inline core::Result<dispatch::Claim> claim(OutboxStore& store, const std::vector
   auto sets = store.claim(partitions, limit, after_id, known);
   if (!sets) return sets.error();
   return dispatch::merge_claim(std::move(sets).value(), static_cast<std::size_t>(limit));
+}
+
+inline std::vector<core::RowId> ids_of(const std::vector<core::OutboxMessage>& messages) {
+  std::vector<core::RowId> ids;
+  for (const auto& m : messages) ids.push_back(m.id);
+  return ids;
+}
+
+// Every partition of a database migrated with default_options() (8 partitions).
+inline std::vector<int> all_partitions() { return {0, 1, 2, 3, 4, 5, 6, 7}; }
+
+// The ids of one claim of every partition, as the daemon would merge them.
+inline std::vector<core::RowId> claim_ids(OutboxStore& store, int limit = 100) {
+  auto claimed = claim(store, all_partitions(), limit);
+  if (!claimed) FAIL("claim: " << claimed.error().message);
+  return ids_of(claimed.value().rows);
 }
 
 struct TestRow {
@@ -46,9 +64,6 @@ inline core::RowId insert(Connection& connection, const TestRow& row, const std:
       ", " + row.writer + ") RETURNING id";
   return must(connection, sql, {row.message_id, row.session_id, row.destination}).int64(0, 0);
 }
-
-// Every partition of a database migrated with default_options() (8 partitions).
-inline std::vector<int> all_partitions() { return {0, 1, 2, 3, 4, 5, 6, 7}; }
 
 // Marks and failures are fenced by lease: tests act as this owner of every partition.
 constexpr const char* kLeaseOwner = "test-owner";
