@@ -8,12 +8,12 @@ namespace outboxd::dispatch {
 
 namespace {
 
-// Limits below 1 would stop all progress; the config layer rejects them, and
-// the planner bends them to the nearest value that still works.
 // Destinations remembered with their latest turn before those behind the
 // turn going out are forgotten.
 constexpr std::size_t kTurnsKept = 1024;
 
+// Limits below 1 would stop all progress; the config layer rejects them, and
+// the planner bends them to the nearest value that still works.
 PlannerPolicy normalized(PlannerPolicy policy) {
   policy.window = std::max<std::size_t>(policy.window, 1);
   policy.per_session_in_flight = std::max<std::size_t>(policy.per_session_in_flight, 1);
@@ -85,8 +85,11 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
 std::uint64_t Planner::take_turn(const std::string& destination) {
   // Destinations whose turns have all gone out weigh nothing: forget them
   // now and then, so that the map holds the destinations with rows waiting.
-  if (last_turns_.size() > kTurnsKept) {
+  // The next look comes once the map has doubled again: with more than
+  // kTurnsKept destinations waiting, a look per row would scan them all.
+  if (last_turns_.size() > std::max(kTurnsKept, 2 * turns_left_)) {
     std::erase_if(last_turns_, [this](const auto& entry) { return entry.second <= turn_now_; });
+    turns_left_ = last_turns_.size();
   }
   auto& last = last_turns_[destination];
   last = std::max(last, turn_now_) + 1;

@@ -235,6 +235,7 @@ class Planner {
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
   std::uint64_t turn_now_ = 0;                                  // the turn of the last entry taken
   std::unordered_map<std::string, std::uint64_t> last_turns_;  // destination: its latest row's turn
+  std::size_t turns_left_ = 0;                                  // last_turns_'s size after it was last pruned
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
   std::size_t in_flight_bytes_ = 0;
