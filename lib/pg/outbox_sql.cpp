@@ -192,22 +192,29 @@ std::string session_in_order(const std::string& t) {
 
 // messages_lane_idx: the destinations with immediate pending rows, in name
 // order from just after $6 (a recursive walk, one index descent each, at most
-// 1,000), leaving out those in $5 (the backlog the id-order pass reads); of
-// each, its first $7 claimable rows in id order. At most $2 rows, in lane
+// 1,000 steps), leaving out those in $5 (the backlog the id-order pass reads);
+// of each, its first $7 claimable rows in id order. At most $2 rows, in lane
 // order: the walk stops as soon as they are found. $4 is the largest payload
 // read inline.
+//
+// A step never descends into a backlog destination: it looks only below the
+// next one (`skip`), and when nothing is there it steps onto that destination
+// by name and on past it. The head of a draining backlog is thousands of index
+// entries of rows already deleted and not yet vacuumed; a descent that landed
+// there walked them all on every claim.
 std::string claim_lanes(const std::string& s, const std::string& t) {
-  const std::string next = "SELECT r.destination FROM " + t + " r WHERE " + in_lane("r") + " AND r.destination > ";
-  return "WITH RECURSIVE lane(destination, n) AS ("
-         "(SELECT r.destination, 1 FROM " + t + " r WHERE " + in_lane("r") +
-         " AND r.destination > $6 ORDER BY r.destination LIMIT 1) "
-         "UNION ALL SELECT (" + next + "lane.destination ORDER BY r.destination LIMIT 1), lane.n + 1 "
-         "FROM lane WHERE lane.destination IS NOT NULL AND lane.n < 1000) "
+  const std::string after = "SELECT r.destination FROM " + t + " r WHERE " + in_lane("r") +
+                            " AND r.destination > lane.destination";
+  return "WITH RECURSIVE lane(destination, n) AS (SELECT $6::text, 0 "
+         "UNION ALL SELECT coalesce((" + after + " AND r.destination < skip.d ORDER BY r.destination LIMIT 1), "
+         "skip.d, (" + after + " ORDER BY r.destination LIMIT 1)), lane.n + 1 "
+         "FROM lane CROSS JOIN LATERAL (SELECT min(b) AS d FROM unnest($5::text[]) b WHERE b > lane.destination) skip "
+         "WHERE lane.destination IS NOT NULL AND lane.n < 1000) "
          "SELECT " + columns(s, "false", "$4") + " FROM lane CROSS JOIN LATERAL ("
          "SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t + " m "
          "WHERE m.destination >= lane.destination AND m.destination <= lane.destination AND " + in_lane("m") + " AND " + ready(s, t) + not_known("$3") +
          " AND NOT " + held_back(t) + " AND " + session_in_order(t) + " ORDER BY m.destination, m.id LIMIT $7) m "
-         "WHERE lane.destination IS NOT NULL AND lane.destination <> ALL($5::text[]) LIMIT $2";
+         "WHERE lane.n > 0 AND lane.destination IS NOT NULL AND lane.destination <> ALL($5::text[]) LIMIT $2";
 }
 
 // The rows $1 (ids in the claim's order) that are still pending, in that
