@@ -14,6 +14,7 @@ struct RunLoopMetrics {
         unsendable(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "unsendable"}})),
         released(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "released"}})),
         unknown(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "unknown"}})),
+        connection_lost(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "connection_lost"}})),
         not_sent(r.counter("outboxd_outcomes_total", "Broker outcomes", {{"outcome", "not_sent"}})),
         dispatched(r.counter("outboxd_rows_dispatched_total", "Rows marked dispatched in the database")),
         retried(r.counter("outboxd_rows_retried_total", "Rejected rows scheduled for another attempt")),
@@ -39,6 +40,7 @@ struct RunLoopMetrics {
   metrics::Counter& unsendable;  // could not be encoded: parked at once
   metrics::Counter& released;
   metrics::Counter& unknown;
+  metrics::Counter& connection_lost;
   metrics::Counter& not_sent;  // held back by the lease fence
   metrics::Counter& dispatched;
   metrics::Counter& retried;

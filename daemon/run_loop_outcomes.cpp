@@ -46,6 +46,7 @@ void RunLoop::count_outcomes(const dispatch::Planner::Counters& before, const di
   metrics_.unsendable.inc(after.unsendable - before.unsendable);
   metrics_.released.inc(after.released - before.released);
   metrics_.unknown.inc(after.unknown - before.unknown);
+  metrics_.connection_lost.inc(after.connection_lost - before.connection_lost);
   const auto not_sent = after.not_sent - before.not_sent;
   if (not_sent == 0) return;
   metrics_.not_sent.inc(not_sent);

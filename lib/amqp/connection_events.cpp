@@ -88,7 +88,12 @@ void ConnectionHandler::on_tracker_settle(proton::tracker& tracker) {
   });
 }
 
-void ConnectionHandler::on_sender_open(proton::sender&) {}
+void ConnectionHandler::on_sender_open(proton::sender& sender) {
+  guarded("on_sender_open", [&] {
+    if (!is_current(sender.connection())) return;
+    links_.on_open(sender, now());
+  });
+}
 
 // The error, if any, is read in on_sender_close, which always follows.
 void ConnectionHandler::on_sender_error(proton::sender&) {}
@@ -98,6 +103,7 @@ void ConnectionHandler::on_sender_close(proton::sender& sender) {
     if (!is_current(sender.connection())) return;
     const auto condition = sender.error();
     links_.link_closed(sender, or_default(condition, "closed by the broker"), refuses_destination(condition.name()));
+    links_.resume(connection_, now());
     arm_timer();
   });
 }
@@ -107,6 +113,7 @@ void ConnectionHandler::on_sender_detach(proton::sender& sender) {
     if (!is_current(sender.connection())) return;
     const auto condition = sender.error();
     links_.link_closed(sender, or_default(condition, "detached by the broker"), refuses_destination(condition.name()));
+    links_.resume(connection_, now());
     arm_timer();
   });
 }
@@ -118,6 +125,7 @@ void ConnectionHandler::on_session_close(proton::session& session) {
     const auto condition = session.error();
     links_.session_closed(session, "session ended: " + or_default(condition, "no reason given"),
                           refuses_destination(condition.name()));
+    links_.resume(connection_, now());
     arm_timer();
   });
 }

@@ -100,18 +100,22 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
   auto answer = [&](DeliveryOutcome outcome, std::string reason) {
     sink_.on_outcome({row.id, outcome, std::move(reason)});
   };
-  if (state_ == State::stopping || state_ == State::stopped) return answer(DeliveryOutcome::unknown, "publisher stopping");
+  if (state_ == State::stopping || state_ == State::stopped) {
+    return answer(DeliveryOutcome::connection_lost, "publisher stopping");
+  }
   // Retrying would not change the row: its answer is final.
   if (row.destination.empty()) return answer(DeliveryOutcome::unsendable, "destination is empty");
+  Target target = target_for(row.destination, broker_.profile);
+  if (auto why = carry_problem(target, broker_.profile)) return answer(DeliveryOutcome::unsendable, *why);
   auto message = encoder_.encode(row, broker_.profile);
   // The encoded message holds the body now: this share goes at once, not with the whole batch.
   row.body.clear();
   if (!message) return answer(DeliveryOutcome::unsendable, message.error().message);
   if (state_ != State::connecting && state_ != State::up) {
-    return answer(DeliveryOutcome::unknown, "not connected to the broker: " + last_error_);
+    return answer(DeliveryOutcome::connection_lost, "not connected to the broker: " + last_error_);
   }
   // The clock is read per row: the thread may have stalled anywhere in the batch.
-  links_.queue_delivery(connection_, row.destination, target_for(row.destination, broker_.profile),
+  links_.queue_delivery(connection_, row.destination, target,
                         {row.id, std::move(message).value(), now(), send_before});
 }
 

@@ -1,6 +1,8 @@
 // Destination-to-target mapping per broker profile.
 #include "amqp/destination.hpp"
 
+#include <algorithm>
+
 namespace outboxd::amqp {
 
 bool is_full_address(std::string_view destination) {
@@ -25,6 +27,18 @@ Target target_for(std::string_view destination, config::BrokerProfile profile) {
       break;
   }
   return {std::string(destination), false, {}};
+}
+
+// In UTF-8, a character beyond U+00FF starts with a byte from 0xC4 up;
+// continuation bytes are below (0x80..0xBF), and U+0080..U+00FF start with
+// 0xC2 or 0xC3.
+std::optional<std::string> carry_problem(const Target& target, config::BrokerProfile profile) {
+  if (profile != config::BrokerProfile::rabbitmq) return std::nullopt;
+  const bool latin1 = std::none_of(target.address.begin(), target.address.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) >= 0xC4; });
+  if (latin1) return std::nullopt;
+  return "the rabbitmq profile's broker (RabbitMQ 3.x) cannot carry an address beyond Latin-1: its AMQP 1.0 "
+         "plugin ends the whole connection on such a link";
 }
 
 }  // namespace outboxd::amqp

@@ -1,6 +1,8 @@
 // Maps a row's logical destination to the link target a broker profile expects (README, Brokers).
 #pragma once
 
+#include <optional>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,5 +34,10 @@ bool is_full_address(std::string_view destination);
 // explicit /queue/NAME on RabbitMQ is still declared durable) but gets no
 // capabilities, since whoever wrote the address chose the routing.
 Target target_for(std::string_view destination, config::BrokerProfile profile);
+
+// Why the profile's broker cannot carry `target`, or nothing. rabbitmq: an
+// address with a character beyond Latin-1 (U+00FF), on which RabbitMQ 3.x's
+// AMQP 1.0 plugin ends the whole connection instead of refusing the link.
+std::optional<std::string> carry_problem(const Target& target, config::BrokerProfile profile);
 
 }  // namespace outboxd::amqp

@@ -41,27 +41,59 @@ proton::sender_options sender_options_for(const std::string& name, const Target&
 
 }  // namespace
 
-LinkSet::Link& LinkSet::open_link(proton::connection& connection, const std::string& destination,
-                                  const Target& target, SteadyTime now) {
+LinkSet::Link& LinkSet::add_link(const std::string& destination, const Target& target, SteadyTime now) {
   Link link;
   link.name = "outboxd:" + destination + ":" + std::to_string(++links_opened_);
   link.address = target.address;
-  link.session = connection.open_session();
-  link.sender = link.session.open_sender(target.address, sender_options_for(link.name, target));
+  link.target = target;
   link.last_used = now;
   destination_of_[link.name] = destination;
   return links_.insert_or_assign(destination, std::move(link)).first->second;
 }
 
+void LinkSet::attach(proton::connection& connection, Link& link) {
+  link.session = connection.open_session();
+  link.sender = link.session.open_sender(link.address, sender_options_for(link.name, link.target));
+  link.attached = true;
+  link.opening = true;
+}
+
+std::size_t LinkSet::opening() const {
+  return static_cast<std::size_t>(
+      std::count_if(links_.begin(), links_.end(), [](const auto& entry) { return entry.second.opening; }));
+}
+
+// A suspect is attached alone, and nothing else is attached while it opens.
+bool LinkSet::may_attach(const std::string& destination) const {
+  if (suspects_.suspect(destination)) return opening() == 0;
+  return std::none_of(links_.begin(), links_.end(), [this](const auto& entry) {
+    return entry.second.opening && suspects_.suspect(entry.first);
+  });
+}
+
+// A suspect row goes alone among suspects, and not while a link is being attached.
+bool LinkSet::may_send(core::RowId id) const {
+  return !suspects_.suspect(id) || (suspects_in_flight_ == 0 && opening() == 0);
+}
+
 void LinkSet::queue_delivery(proton::connection& connection, const std::string& destination,
                              const Target& target, Pending pending) {
   const SteadyTime now = pending.queued_at;
+  if (auto why = suspects_.conviction(destination)) {
+    return report(pending.id, DeliveryOutcome::unsendable, target.address + ": " + *why);
+  }
+  if (auto why = suspects_.conviction(pending.id)) {
+    suspects_.on_settled(pending.id);  // a requeue by the operator starts afresh
+    return report(pending.id, DeliveryOutcome::unsendable, *why);
+  }
   auto found = links_.find(destination);
-  Link* link = found != links_.end() ? &found->second : nullptr;
-  if (!link) {
+  Link* link = found != links_.end() ? &found->second : &add_link(destination, target, now);
+  if (!link->attached && may_attach(destination)) {
     try {
-      link = &open_link(connection, destination, target, now);
+      attach(connection, *link);
     } catch (const std::exception& e) {
+      const std::string name = link->name;
+      forget(name);
       report(pending.id, DeliveryOutcome::unknown,
              "cannot open a link to " + target.address + ": " + core::safe_text(e.what()));
       throw;  // the connection is in doubt: the caller replaces it
@@ -73,6 +105,29 @@ void LinkSet::queue_delivery(proton::connection& connection, const std::string& 
   pump(*link, now);
 }
 
+void LinkSet::on_open(const proton::sender& sender, SteadyTime now) {
+  Link* link = by_name(sender.name());
+  if (!link) return;
+  link->opening = false;
+  suspects_.on_link_open(destination_of_[link->name]);
+  proton::connection connection = sender.connection();
+  resume(connection, now);
+}
+
+// Attaches the links held back that may be attached now, and sends what may be sent.
+void LinkSet::resume(proton::connection& connection, SteadyTime now) {
+  for (auto& [destination, link] : links_) {
+    if (!link.attached && may_attach(destination)) attach(connection, link);
+  }
+  pump_attached(now);
+}
+
+void LinkSet::pump_attached(SteadyTime now) {
+  for (auto& [destination, link] : links_) {
+    if (link.attached && !link.opening) pump(link, now);
+  }
+}
+
 void LinkSet::on_sendable(const proton::sender& sender, SteadyTime now) {
   Link* link = by_name(sender.name());
   if (!link) return;
@@ -82,8 +137,9 @@ void LinkSet::on_sendable(const proton::sender& sender, SteadyTime now) {
   if (link->queue.empty() && link->sender.draining()) link->sender.return_credit();
 }
 
+// A suspect row at the head of the queue holds the link back until it may go.
 void LinkSet::pump(Link& link, SteadyTime now) {
-  while (!link.queue.empty() && link.sender.credit() > 0) {
+  while (!link.queue.empty() && link.attached && link.sender.credit() > 0) {
     const Pending& next = link.queue.front();
     if (now >= next.send_before) {
       report(next.id, DeliveryOutcome::not_sent, "its fencing deadline passed (the partition lease may have "
@@ -91,9 +147,12 @@ void LinkSet::pump(Link& link, SteadyTime now) {
       link.queue.pop_front();
       continue;
     }
+    if (!may_send(next.id)) return;
+    const bool suspect = suspects_.suspect(next.id);
     const std::uint64_t tag = ++last_tag_;
     send_encoded(link.sender, next.message, make_tag(tag));
-    in_flight_.emplace(tag, InFlight{next.id, link.name, now});
+    in_flight_.emplace(tag, InFlight{next.id, link.name, now, suspect});
+    if (suspect) ++suspects_in_flight_;
     ++link.in_flight;
     link.last_used = now;
     link.queue.pop_front();
@@ -111,7 +170,12 @@ void LinkSet::settle(const proton::binary& tag, DeliveryOutcome outcome, std::st
     --link->in_flight;
     link->last_used = now;
   }
+  suspects_.on_settled(delivery.id);
   report(delivery.id, outcome, std::move(reason));
+  if (delivery.suspect) {
+    --suspects_in_flight_;
+    pump_attached(now);  // the next suspect row may go
+  }
 }
 
 void LinkSet::link_closed(const proton::sender& sender, const std::string& reason, bool refused) {
@@ -130,6 +194,7 @@ void LinkSet::closed(const std::string& link_name, const std::string& reason, bo
   const std::string why = "link to " + link->address + " closed: " + reason;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.link_name == link_name) {
+      if (it->second.suspect) --suspects_in_flight_;
       report(it->second.id, DeliveryOutcome::unknown, why);
       it = in_flight_.erase(it);
     } else {
@@ -147,10 +212,18 @@ void LinkSet::closed(const std::string& link_name, const std::string& reason, bo
 }
 
 void LinkSet::fail_all(const std::string& reason) {
-  for (const auto& [tag, delivery] : in_flight_) report(delivery.id, DeliveryOutcome::unknown, reason);
+  std::vector<std::string> attaching;
+  for (const auto& [destination, link] : links_) {
+    if (link.opening) attaching.push_back(destination);
+  }
+  std::vector<core::RowId> sent;
+  for (const auto& [tag, delivery] : in_flight_) sent.push_back(delivery.id);
+  suspects_.on_connection_lost(attaching, sent, reason);
+  for (const auto& [tag, delivery] : in_flight_) report(delivery.id, DeliveryOutcome::connection_lost, reason);
   in_flight_.clear();
+  suspects_in_flight_ = 0;
   for (auto& [destination, link] : links_) {
-    for (const auto& pending : link.queue) report(pending.id, DeliveryOutcome::unknown, reason);
+    for (const auto& pending : link.queue) report(pending.id, DeliveryOutcome::connection_lost, reason);
   }
   links_.clear();
   destination_of_.clear();
@@ -169,7 +242,9 @@ void LinkSet::expire_queued(SteadyTime now, Duration timeout) {
 std::size_t LinkSet::close_idle(SteadyTime now, Duration idle) {
   std::vector<std::string> idle_links;
   for (const auto& [destination, link] : links_) {
-    if (link.queue.empty() && link.in_flight == 0 && now - link.last_used >= idle) idle_links.push_back(link.name);
+    if (link.attached && link.queue.empty() && link.in_flight == 0 && now - link.last_used >= idle) {
+      idle_links.push_back(link.name);
+    }
   }
   for (const auto& link_name : idle_links) {
     Link* link = by_name(link_name);

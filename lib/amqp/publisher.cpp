@@ -50,7 +50,7 @@ class Publisher::Impl {
   void run();
   void run_container(std::string& exit_reason);
   void drain_inbox();
-  void answer_unknown(Rows& batch, const std::string& reason);
+  void answer_not_connected(Rows& batch, const std::string& reason);
   void answer_leftovers(const std::string& reason);
 
   const config::BrokerConfig broker_;
@@ -109,7 +109,7 @@ void Publisher::Impl::publish(Rows batch, core::SteadyTime send_before) {
     }
     reason = stop_requested_ ? "publisher stopped" : "publisher not started";
   }
-  answer_unknown(batch, reason);
+  answer_not_connected(batch, reason);
 }
 
 void Publisher::Impl::drain_inbox() {
@@ -183,8 +183,8 @@ void Publisher::Impl::run_container(std::string& exit_reason) {
   }
 }
 
-void Publisher::Impl::answer_unknown(Rows& batch, const std::string& reason) {
-  for (const auto& row : batch) sink_.on_outcome({row.id, core::DeliveryOutcome::unknown, reason});
+void Publisher::Impl::answer_not_connected(Rows& batch, const std::string& reason) {
+  for (const auto& row : batch) sink_.on_outcome({row.id, core::DeliveryOutcome::connection_lost, reason});
 }
 
 void Publisher::Impl::answer_leftovers(const std::string& reason) {
@@ -194,7 +194,7 @@ void Publisher::Impl::answer_leftovers(const std::string& reason) {
     accepting_ = false;
     leftovers.swap(inbox_);
   }
-  for (auto& batch : leftovers) answer_unknown(batch.rows, reason);
+  for (auto& batch : leftovers) answer_not_connected(batch.rows, reason);
 }
 
 Publisher::Publisher(const config::BrokerConfig& broker, std::string container_id, OutcomeSink& sink,

@@ -27,13 +27,20 @@ namespace outboxd::amqp {
 //   unsendable  the row cannot be made into a message (headers outside the
 //             rules, an empty destination); not sent, and never will be
 //   released  the broker released or modified it
-//   unknown   the connection was lost, or closed because no outcome arrived
-//             within outcome_timeout, before the outcome; or the row waited
-//             that long for credit; or the publisher is not connected or is
-//             stopping. Publish it again.
+//   unknown   its link ended before the outcome, the broker settled it
+//             without one, or it waited outcome_timeout for credit. Publish
+//             it again.
+//   connection_lost  the connection ended before the outcome (lost, or
+//             closed because some delivery got no outcome within
+//             outcome_timeout); or the publisher is not connected or is
+//             stopping. An attempt for no row: read it again and publish it.
+//             A destination or row that keeps ending the connection is
+//             found (dispatch::ConnectionSuspects) and answered unsendable.
+//   unsendable also: the profile's broker cannot carry its address (rabbitmq
+//             and an address beyond Latin-1).
 //   not_sent  its send_before had passed when it was about to be sent; it
 //             was not sent.
-// Once a row was reported unknown, nothing else is reported for it.
+// Once a row was reported unknown or connection_lost, nothing else is reported for it.
 class Publisher {
  public:
   // `clock` reads the time on the container thread (send_before is on it);

@@ -24,6 +24,7 @@ const char* to_string(DeliveryOutcome outcome) {
     case DeliveryOutcome::unsendable: return "unsendable";
     case DeliveryOutcome::released: return "released";
     case DeliveryOutcome::unknown: return "unknown";
+    case DeliveryOutcome::connection_lost: return "connection_lost";
     case DeliveryOutcome::not_sent: return "not_sent";
   }
   return "unknown";

@@ -61,7 +61,8 @@ enum class DeliveryOutcome {
   rejected,    // the broker refused the message
   unsendable,  // the row cannot be made into a message (headers, destination): parked at once
   released,  // released or modified: the broker did not process it; try again
-  unknown,   // connection lost before an outcome arrived: publish again
+  unknown,   // no outcome in time, or the link ended before one arrived: publish again
+  connection_lost,  // the connection ended before an outcome arrived: an attempt for no row; read it again
   not_sent,  // held back because its fencing deadline passed: the lease may be gone
 };
 

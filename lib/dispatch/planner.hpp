@@ -89,6 +89,7 @@ class Planner {
     std::uint64_t unsendable = 0;  // outcomes, and rows the claim found unsendable (parked unsent)
     std::uint64_t released = 0;
     std::uint64_t unknown = 0;
+    std::uint64_t connection_lost = 0;
     std::uint64_t not_sent = 0;
     std::uint64_t parked = 0;
     std::uint64_t stale = 0;  // outcomes for ids not in flight: ignored
@@ -215,6 +216,8 @@ class Planner {
   void push_failure(FailureWrite write);
   void drop_failure(core::RowId id);
   void park(RowMap::iterator it, int attempts, std::string error);
+  void reread(RowMap::iterator it);
+  void forget_queue(Session& session);
   void erase_if_idle(Session& session);
   RowMap::iterator forget(RowMap::iterator it);
   bool publishable_head(const Session& session, core::RowId id) const;

@@ -73,6 +73,14 @@ void Planner::settle(RowMap::iterator it, core::DeliveryOutcome outcome, std::st
       ++counters_.unknown;
       on_not_settled(it, outcome, reason, now);
       break;
+    case core::DeliveryOutcome::connection_lost:
+      // Counts for no row: the rows in flight when a connection ends are
+      // rarely its cause (amqp::ConnectionSuspects finds and answers that
+      // one). Nor is it sent again from memory: SQL may have cancelled,
+      // skipped or rescheduled it meanwhile, so the claim reads it again.
+      ++counters_.connection_lost;
+      reread(it);
+      break;
     case core::DeliveryOutcome::not_sent:
       // Our own fence held it back, not the broker: never an attempt.
       ++counters_.not_sent;
@@ -133,7 +141,19 @@ void Planner::park(RowMap::iterator it, int attempts, std::string error) {
     session->parked = true;
     parked_sessions_.push_back(session);
   }
-  session->queue.remove_if([this](core::RowId queued) {
+  forget_queue(*session);
+}
+
+// The row and its session's buffered rows, which may not overtake it, are
+// forgotten: the claim returns them again, as SQL has them then.
+void Planner::reread(RowMap::iterator it) {
+  Session* session = it->second.session;
+  forget(it);
+  if (session != nullptr) forget_queue(*session);
+}
+
+void Planner::forget_queue(Session& session) {
+  session.queue.remove_if([this](core::RowId queued) {
     if (const auto row = rows_.find(queued); row != rows_.end()) forget(row);
     return true;
   });

@@ -17,6 +17,7 @@
 #include "amqp/message_mapping.hpp"
 #include "amqp/outcome.hpp"
 #include "core/clock.hpp"
+#include "dispatch/connection_suspects.hpp"
 
 namespace outboxd::amqp {
 
@@ -28,6 +29,10 @@ namespace outboxd::amqp {
 // Every delivery gets a tag from one 64-bit counter that is never reset, so
 // tags are unique across links and connections: Proton's own numbering
 // restarts at 0 in every proton::sender copy and would repeat tags on a link.
+//
+// When a connection ends, dispatch::ConnectionSuspects learns which attaches
+// and deliveries were under way; a suspect link waits to be attached alone and
+// a suspect row to be sent alone, and a convicted one is answered unsendable.
 class LinkSet {
  public:
   using SteadyTime = core::SteadyTime;
@@ -48,6 +53,14 @@ class LinkSet {
   void queue_delivery(proton::connection& connection, const std::string& destination, const Target& target,
                       Pending pending);
 
+  // The peer attached `sender`: its destination is cleared, and links held
+  // back while it was being attached may be attached now.
+  void on_open(const proton::sender& sender, SteadyTime now);
+
+  // Attaches the links held back that may be attached now (after a link
+  // opened or closed), and sends what may be sent.
+  void resume(proton::connection& connection, SteadyTime now);
+
   // The peer granted credit on `sender`.
   void on_sendable(const proton::sender& sender, SteadyTime now);
 
@@ -62,7 +75,8 @@ class LinkSet {
   // The peer ended the session of a link: the same as closing that link.
   void session_closed(const proton::session& session, const std::string& reason, bool refused);
 
-  // The connection is gone: everything queued or in flight becomes unknown.
+  // The connection is gone: everything queued or in flight becomes
+  // connection_lost, and what was under way becomes suspect.
   void fail_all(const std::string& reason);
 
   // Queued messages that got no credit within `timeout` become unknown.
@@ -85,6 +99,9 @@ class LinkSet {
   struct Link {
     std::string name;
     std::string address;
+    Target target;
+    bool attached = false;  // attach sent (false: held back by the suspects)
+    bool opening = false;   // attach sent, not yet answered
     proton::session session;
     proton::sender sender;
     std::deque<Pending> queue;
@@ -95,11 +112,16 @@ class LinkSet {
     core::RowId id;
     std::string link_name;
     SteadyTime sent_at;
+    bool suspect = false;
   };
 
-  Link& open_link(proton::connection& connection, const std::string& destination, const Target& target,
-                  SteadyTime now);
+  Link& add_link(const std::string& destination, const Target& target, SteadyTime now);
+  void attach(proton::connection& connection, Link& link);
+  bool may_attach(const std::string& destination) const;
+  bool may_send(core::RowId id) const;
+  std::size_t opening() const;
   void pump(Link& link, SteadyTime now);
+  void pump_attached(SteadyTime now);
   void closed(const std::string& link_name, const std::string& reason, bool refused);
   Link* by_name(const std::string& link_name);
   void forget(const std::string& link_name);
@@ -111,6 +133,8 @@ class LinkSet {
   std::map<std::uint64_t, InFlight> in_flight_;                     // by tag, so oldest first
   std::uint64_t last_tag_ = 0;
   std::uint64_t links_opened_ = 0;
+  dispatch::ConnectionSuspects suspects_;  // across connections
+  std::size_t suspects_in_flight_ = 0;
 };
 
 }  // namespace outboxd::amqp

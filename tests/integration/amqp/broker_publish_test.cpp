@@ -261,7 +261,7 @@ TEST_CASE("Artemis: a re-published message-id is accepted and dropped by duplica
   CHECK(consumed.messages[1].message_id() == "msg-3");
 }
 
-TEST_CASE("a wrong password is a connection failure with a reason, and rows are unknown", "[amqp][broker]") {
+TEST_CASE("a wrong password is a connection failure with a reason, and rows are connection_lost", "[amqp][broker]") {
   auto broker = rabbitmq();
   broker.password = "wrong";
   RecordingSink sink;
@@ -269,7 +269,7 @@ TEST_CASE("a wrong password is a connection failure with a reason, and rows are 
   REQUIRE(publisher.start().ok());
   publisher.publish(rows(1, 2, fresh_queue("auth")));
   REQUIRE(sink.wait_for_outcomes(2, 30s));
-  for (const auto& outcome : sink.outcomes()) CHECK(outcome.outcome == DeliveryOutcome::unknown);
+  for (const auto& outcome : sink.outcomes()) CHECK(outcome.outcome == DeliveryOutcome::connection_lost);
   REQUIRE(sink.wait_for_connection_events(1));
   const auto [up, reason] = sink.connection_events().front();
   CHECK_FALSE(up);

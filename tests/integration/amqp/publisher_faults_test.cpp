@@ -41,7 +41,7 @@ void check_recovers(AmqpPeer& peer, Publisher& publisher, RecordingSink& sink, o
 
 }  // namespace
 
-TEST_CASE("peer closes the connection mid-batch: every unsettled row is unknown, then it reconnects",
+TEST_CASE("peer closes the connection mid-batch: every unsettled row is connection_lost, then it reconnects",
           "[amqp][peer]") {
   AmqpPeer peer;
   peer.set_policy(hold);
@@ -52,7 +52,7 @@ TEST_CASE("peer closes the connection mid-batch: every unsettled row is unknown,
   publisher.publish(rows(1, 100));
 
   REQUIRE(sink.wait_for_outcomes(100));
-  check_all(sink, 1, 100, DeliveryOutcome::unknown);
+  check_all(sink, 1, 100, DeliveryOutcome::connection_lost);
   CHECK(sink.outcomes().front().reason.find("amqp:connection:forced") != std::string::npos);
   REQUIRE(sink.wait_for_connection_events(2));
   const auto events = sink.connection_events();
@@ -72,7 +72,7 @@ TEST_CASE("accepted rows stay accepted when the connection goes down after them"
   publisher.publish(rows(1, 60));
   REQUIRE(sink.wait_for_outcomes(60));
   check_all(sink, 1, 29, DeliveryOutcome::accepted);
-  check_all(sink, 30, 60, DeliveryOutcome::unknown);
+  check_all(sink, 30, 60, DeliveryOutcome::connection_lost);
   peer.set_credit_window(1000);
   check_recovers(peer, publisher, sink, 61);
 }
@@ -86,11 +86,11 @@ TEST_CASE("peer drops the socket without a close frame", "[amqp][peer]") {
   REQUIRE(publisher.start().ok());
   publisher.publish(rows(1, 30));
   REQUIRE(sink.wait_for_outcomes(30));
-  check_all(sink, 1, 30, DeliveryOutcome::unknown);
+  check_all(sink, 1, 30, DeliveryOutcome::connection_lost);
   check_recovers(peer, publisher, sink, 31);
 }
 
-TEST_CASE("no outcome within outcome_timeout: unknown, reconnect, and no late outcome", "[amqp][peer]") {
+TEST_CASE("no outcome within outcome_timeout: connection_lost, reconnect, and no late outcome", "[amqp][peer]") {
   AmqpPeer peer;
   peer.set_policy(hold);
   RecordingSink sink;
@@ -105,7 +105,7 @@ TEST_CASE("no outcome within outcome_timeout: unknown, reconnect, and no late ou
   const auto waited = std::chrono::steady_clock::now() - started;
   CHECK(waited >= 300ms);
   CHECK(waited < 1500ms);
-  check_all(sink, 1, 5, DeliveryOutcome::unknown);
+  check_all(sink, 1, 5, DeliveryOutcome::connection_lost);
   CHECK(sink.outcomes().front().reason.find("within the outcome timeout (300 ms)") != std::string::npos);
   // Accepting now, on the old connection if it still exists, must not add outcomes.
   peer.settle_held({});
@@ -154,7 +154,7 @@ TEST_CASE("an idle link is closed and re-opened on the next message", "[amqp][pe
   CHECK(peer.connections_opened() == 1);
 }
 
-TEST_CASE("stop answers every unsettled row unknown, promptly; later rows too", "[amqp][peer]") {
+TEST_CASE("stop answers every unsettled row connection_lost, promptly; later rows too", "[amqp][peer]") {
   AmqpPeer peer;
   peer.set_policy(hold);
   RecordingSink sink;
@@ -165,16 +165,16 @@ TEST_CASE("stop answers every unsettled row unknown, promptly; later rows too", 
   const auto started = std::chrono::steady_clock::now();
   publisher.stop();
   CHECK(std::chrono::steady_clock::now() - started < 1s);
-  check_all(sink, 1, 10, DeliveryOutcome::unknown);
+  check_all(sink, 1, 10, DeliveryOutcome::connection_lost);
   CHECK(sink.by_id().at(1).front().reason == "publisher stopping");
   CHECK_FALSE(publisher.connected());
   publisher.publish(rows(11, 11));
-  check_all(sink, 11, 11, DeliveryOutcome::unknown);
+  check_all(sink, 11, 11, DeliveryOutcome::connection_lost);
   CHECK(sink.by_id().at(11).front().reason == "publisher stopped");
   REQUIRE(wait_until([&] { return peer.connections_open() == 0; }));
 }
 
-TEST_CASE("no broker: rows are unknown with the connection error, retries go on, stop is prompt",
+TEST_CASE("no broker: rows are connection_lost with the connection error, retries go on, stop is prompt",
           "[amqp][peer]") {
   int port = 0;
   {
@@ -186,7 +186,7 @@ TEST_CASE("no broker: rows are unknown with the connection error, retries go on,
   REQUIRE(publisher.start().ok());
   publisher.publish(rows(1, 3));
   REQUIRE(sink.wait_for_outcomes(3));
-  check_all(sink, 1, 3, DeliveryOutcome::unknown);
+  check_all(sink, 1, 3, DeliveryOutcome::connection_lost);
   REQUIRE(sink.wait_for_connection_events(3));  // several failed attempts, each with its reason
   for (const auto& [up, reason] : sink.connection_events()) {
     CHECK_FALSE(up);
@@ -194,7 +194,7 @@ TEST_CASE("no broker: rows are unknown with the connection error, retries go on,
   }
   publisher.publish(rows(4, 4));
   REQUIRE(sink.wait_for_outcomes(4));
-  CHECK(sink.by_id().at(4).front().outcome == DeliveryOutcome::unknown);
+  CHECK(sink.by_id().at(4).front().outcome == DeliveryOutcome::connection_lost);
   const auto started = std::chrono::steady_clock::now();
   publisher.stop();
   CHECK(std::chrono::steady_clock::now() - started < 1s);
@@ -206,7 +206,7 @@ TEST_CASE("publish before start and a bad configuration", "[amqp][peer]") {
   Publisher publisher(broker, "outboxd-test", sink);
   publisher.publish(rows(1, 1));
   REQUIRE(sink.outcome_count() == 1);
-  CHECK(sink.outcomes().front().outcome == DeliveryOutcome::unknown);
+  CHECK(sink.outcomes().front().outcome == DeliveryOutcome::connection_lost);
   CHECK(sink.outcomes().front().reason == "publisher not started");
 
   auto unparsed = broker;  // a BrokerConfig made by hand, its url not parsed

@@ -95,7 +95,7 @@ TEST_CASE("TLS host-name check by IP address fails even with an IP SAN (Proton 0
   Pki pki("DNS:localhost,IP:127.0.0.1");
   AmqpPeer peer(PeerTls{pki.file("server.pem"), pki.file("server.key"), {}});
   const auto attempt = publish_one(tls_broker(peer, pki, "127.0.0.1"));
-  CHECK(attempt.outcomes.front().outcome == DeliveryOutcome::unknown);
+  CHECK(attempt.outcomes.front().outcome == DeliveryOutcome::connection_lost);
   CHECK(attempt.events.front().second.find("certificate verify failed") != std::string::npos);
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("TLS refuses a certificate for another host unless verify_host is off"
   auto broker = tls_broker(peer, pki, "127.0.0.1");
 
   const auto refused = publish_one(broker);
-  CHECK(refused.outcomes.front().outcome == DeliveryOutcome::unknown);
+  CHECK(refused.outcomes.front().outcome == DeliveryOutcome::connection_lost);
   CHECK_FALSE(refused.events.front().first);
   CHECK_FALSE(refused.events.front().second.empty());
   CHECK(peer.received_count() == 0);
@@ -122,7 +122,7 @@ TEST_CASE("TLS refuses a server certificate from an unknown CA", "[amqp][peer][t
   broker.tls.ca_file = pki.file("other-ca.pem");
   broker.tls.verify_host = false;
   const auto refused = publish_one(broker);
-  CHECK(refused.outcomes.front().outcome == DeliveryOutcome::unknown);
+  CHECK(refused.outcomes.front().outcome == DeliveryOutcome::connection_lost);
   CHECK_FALSE(refused.events.front().first);
   CHECK(peer.received_count() == 0);
 }

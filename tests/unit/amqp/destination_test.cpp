@@ -49,3 +49,21 @@ TEST_CASE("a full address is used as it is", "[amqp]") {
     CHECK(target_for("amqp://other/x", BrokerProfile::generic) == Target{"amqp://other/x", false, {}});
   }
 }
+
+TEST_CASE("rabbitmq cannot carry an address beyond Latin-1; the other profiles can", "[amqp]") {
+  using outboxd::amqp::carry_problem;
+  for (const char* fine : {"orders", "café", "/queue/ÿ-ñ", "billing.x"}) {
+    INFO(fine);
+    CHECK_FALSE(carry_problem(target_for(fine, BrokerProfile::rabbitmq), BrokerProfile::rabbitmq));
+  }
+  for (const char* refused : {"заказы", "billing.ж", "/queue/ĀA", "orders-€", "q\xF0\x9F\x90\x87"}) {
+    INFO(refused);
+    const auto why = carry_problem(target_for(refused, BrokerProfile::rabbitmq), BrokerProfile::rabbitmq);
+    REQUIRE(why);
+    CHECK(why->find("Latin-1") != std::string::npos);
+  }
+  for (const auto profile : {BrokerProfile::generic, BrokerProfile::artemis, BrokerProfile::activemq,
+                             BrokerProfile::azure_servicebus}) {
+    CHECK_FALSE(carry_problem(target_for("заказы", profile), profile));
+  }
+}

@@ -459,3 +459,35 @@ TEST_CASE("drop_partition forgets buffered rows of the partition, not rows in fl
     CHECK(f.take() == Ids{2});
   }
 }
+
+TEST_CASE("a lost connection is an attempt for no row, and its rows are read again from the database",
+          "[dispatch][planner][connection_lost]") {
+  PlannerFixture f;
+  f.add({row(1, "A"), row(2, "A"), row(3, "B"), row(4)});
+  CHECK(f.take() == Ids{1, 3, 4});
+  for (const outboxd::core::RowId id : {1, 3, 4}) f.planner.on_outcome(id, outboxd::core::DeliveryOutcome::connection_lost, "gone");
+  CHECK(f.failures().empty());
+  CHECK(f.planner.counters().connection_lost == 3);
+  // Nothing is sent again from memory: SQL may have cancelled or skipped a row meanwhile.
+  // Row 2 goes too, as it may not overtake row 1.
+  for (const outboxd::core::RowId id : {1, 2, 3, 4}) CHECK_FALSE(f.planner.knows(id));
+  CHECK_FALSE(f.planner.next_retry());
+  CHECK(f.take().empty());
+  CHECK(f.planner.in_flight() == 0);
+  CHECK(f.planner.held_bytes() == 0);
+
+  SECTION("as the claim returns them, they go out in order, with the attempts the database holds") {
+    CHECK(f.add({row(1, "A"), row(2, "A"), row(3, "B")}) == 3);
+    CHECK(f.take() == Ids{1, 3});
+    f.accept(1);
+    CHECK(f.take() == Ids{2});
+  }
+  SECTION("however often it happens") {
+    for (int i = 0; i < 20; ++i) {
+      f.add({row(3, "B")});
+      CHECK(f.take() == Ids{3});
+      f.planner.on_outcome(3, outboxd::core::DeliveryOutcome::connection_lost, "gone");
+    }
+    CHECK(f.failures().empty());
+  }
+}
