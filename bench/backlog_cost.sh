@@ -17,23 +17,10 @@ runs=${2:-11}
 destinations=${3:-10}
 repeats=${4:-1}
 build=${BUILD:-$root/build}
-: "${OUTBOXD_TEST_PG_URL:?source the services.env of scripts/services.sh}"
-db="backlog_cost_$$"
-dispatcher="${db}_dispatcher"
-work=$(mktemp -d)
-base=${OUTBOXD_TEST_PG_URL%/*}
-cleanup() {
-  psql -X -q -d "$OUTBOXD_TEST_PG_URL" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" \
-    -c "DROP ROLE IF EXISTS $dispatcher" >/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-psql -X -q -d "$OUTBOXD_TEST_PG_URL" -c "CREATE DATABASE $db"
-printf 'database:\n  url: "%s/%s"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n' "$base" "$db" >"$work/migrate.yaml"
-"$build/daemon/outboxd" migrate -c "$work/migrate.yaml" >/dev/null
-psql -X -q -d "$base/$db" -v ON_ERROR_STOP=1 <<SQL
-CREATE ROLE $dispatcher LOGIN IN ROLE outbox_dispatcher;
+# shellcheck source=bench/scratch_db.sh
+source "$root/bench/scratch_db.sh"
+scratch_db backlog_cost
+scratch_psql <<SQL
 INSERT INTO outbox.messages (message_id, destination, due_at)
 SELECT 'm' || i, 'destination-' || (i / 10 % $destinations),
        CASE WHEN i % 10 = 0 THEN now() + interval '1 hour' ELSE now() END
@@ -42,8 +29,6 @@ UPDATE outbox.messages SET attempts = 1, next_attempt_at = now() + interval '1 m
 UPDATE outbox.messages SET status = 'parked' WHERE id % 1000 = 2;
 VACUUM ANALYZE outbox.messages;
 SQL
-printf 'database:\n  url: "%s/%s"\nbroker:\n  url: "amqp://127.0.0.1:5672"\n' \
-  "${base/postgres@/$dispatcher@}" "$db" >"$work/run.yaml"
 for _ in $(seq "$repeats"); do
   "$build/bench/backlog_cost" -c "$work/run.yaml" "$runs"
 done
