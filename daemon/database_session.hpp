@@ -56,7 +56,6 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
                                         const core::LaneRequest& lanes) override {
     return store_->claim(partitions, limit, after_id, known, bytes, lanes);
   }
-  void replan() override { store_->replan(); }
   core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                     std::string_view owner) override {
     return store_->mark_dispatched(ids, mode, owner);

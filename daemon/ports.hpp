@@ -31,7 +31,6 @@ class RowStore {
   virtual core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures,
                                             std::string_view owner) = 0;
   virtual core::Result<int> purge(std::chrono::milliseconds keep_for, int batch) = 0;
-  virtual void replan() = 0;  // plans made on smaller tables are made again (pg::OutboxStore::replan)
   virtual core::Result<pg::BacklogReport> backlog(const std::vector<int>& partitions, int count_cap,
                                                   int max_destinations) = 0;
   virtual core::Result<pg::BacklogReport> backlog_of(const std::vector<int>& partitions, int count_cap,

@@ -177,22 +177,8 @@ void RunLoop::claim_rows() {
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   const auto claimed = book_.on_claim(std::move(sets).value(), request, started);
   metrics_.claimed.inc(claimed.added);
-  replan_for_backlog(claimed);
   notify_policy_.on_claim(claimed.rows, clock_.now());
   after_claim(claimed);
-}
-
-// A backlog began: the statements are planned again for the outbox as it is
-// now, at most once a minute. Their generic plans are kept for the session,
-// and one made while the outbox was empty (a daemon started on a quiet
-// outbox, the table vacuumed empty) read 200,000 rows in a sequential scan
-// and a sort, a second per claim, until autovacuum's ANALYZE came round.
-void RunLoop::replan_for_backlog(const dispatch::RowBook::Claimed& claimed) {
-  if (!claimed.backlog_began) return;
-  const auto now = clock_.now();
-  if (last_replan_ && now - *last_replan_ < kReplanInterval) return;
-  db_.rows().replan();
-  last_replan_ = now;
 }
 
 // How the next claim comes about: at once while batches come back full, else

@@ -82,7 +82,6 @@ class RunLoop {
   void count_failure(const dispatch::FailureWrite& failure);
   void release_drained();
   void after_claim(const dispatch::RowBook::Claimed& claimed);
-  void replan_for_backlog(const dispatch::RowBook::Claimed& claimed);
   bool finished_stopping() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
@@ -117,8 +116,6 @@ class RunLoop {
   bool broker_up_ = false;
   std::string broker_down_reason_;  // the last failed attempt's, logged at warn once
   std::optional<core::SteadyTime> next_due_;
-  std::optional<core::SteadyTime> last_replan_;
-  static constexpr std::chrono::minutes kReplanInterval{1};
   core::SteadyTime next_poll_{};
   core::SteadyTime next_purge_{};
   core::SteadyTime next_stats_{};

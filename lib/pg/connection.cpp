@@ -253,13 +253,6 @@ core::Result<Rows> Connection::exec_params(std::string_view sql, const Params& p
                   may_commit, sql);
 }
 
-void Connection::replan(std::string_view name) {
-  const auto it = state_->statements.find(name);
-  if (it == state_->statements.end() || !it->second.prepared) return;
-  it->second.deallocate = true;
-  it->second.prepared = false;
-}
-
 void Connection::define(std::string name, std::string sql) {
   auto [it, inserted] = state_->statements.try_emplace(std::move(name));
   if (!inserted && it->second.sql == sql) return;

@@ -81,10 +81,6 @@ class Connection {
 
   // Names a statement; it is prepared on its first use in each session.
   void define(std::string name, std::string sql);
-  // The statement is planned again on its next use (DEALLOCATE, PREPARE):
-  // a generic plan is kept for the session, and one made while a table was
-  // empty reads it as empty however large it grows, until ANALYZE.
-  void replan(std::string_view name);
   // define() and prepare now, so a missing table shows up at start-up.
   core::Status prepare(std::string name, std::string sql);
   core::Result<Rows> exec_prepared(std::string_view name, const Params& params,

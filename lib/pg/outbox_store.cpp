@@ -206,10 +206,6 @@ core::Status OutboxStore::prepare() {
   return {};
 }
 
-void OutboxStore::replan() {
-  for (const auto& [name, text] : statements_) connection_.replan(name);
-}
-
 core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params, ResultFormat format) {
   return connection_.exec_prepared(prefix_ + std::string(name), params, format);
 }

@@ -93,10 +93,6 @@ class OutboxStore {
   // Prepares every statement now, so that a missing schema or privilege
   // shows up at start-up (fatal) rather than at the first claim.
   core::Status prepare();
-  // Every statement is planned again on its next use, with the tables' sizes
-  // as they are now (Connection::replan): the caller asks when a backlog
-  // begins, so that no plan made while the outbox was empty walks it.
-  void replan();
 
   // Due pending rows of these partitions whose session is not blocked by a
   // parked or backing-off earlier row, in id order: at most `limit`

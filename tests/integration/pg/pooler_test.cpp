@@ -76,6 +76,7 @@ TEST_CASE("behind a session pooler the settings are set after connecting, not in
   CHECK(must(connection, "SHOW statement_timeout").text(0, 0) == "4321ms");
   CHECK(must(connection, "SHOW jit").text(0, 0) == "off");
   CHECK(must(connection, "SHOW plan_cache_mode").text(0, 0) == "force_generic_plan");
+  CHECK(must(connection, "SHOW enable_seqscan").text(0, 0) == "off");
   // Set with SET, not as startup options: RESET (and DISCARD ALL, the
   // pooler's reset query) gives the next client the server's defaults.
   must(connection, "RESET ALL");

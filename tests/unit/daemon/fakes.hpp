@@ -206,8 +206,6 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   bool released_all = false;
   bool deregistered = false;
   int claims = 0;
-  int replans = 0;
-  void replan() override { ++replans; }
   std::optional<std::chrono::milliseconds> next_due;  // what a short claim says of the next scheduled row
   core::ClaimBytes last_claim_bytes;
   int losses = 0;

@@ -80,22 +80,6 @@ TEST_CASE("Run loop: a row due centuries ahead costs nothing while it waits", "[
   }
 }
 
-TEST_CASE("Run loop: a backlog beginning has the statements planned again, at most once a minute",
-          "[daemon][run_loop]") {
-  LoopFixture f;  // batches of 10
-  for (int i = 0; i < 25; ++i) f.database.insert();
-  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
-  CHECK(f.database.replans == 1);  // the first full claim; the short one ended the pass
-  for (int i = 0; i < 25; ++i) f.database.insert();
-  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
-  CHECK(f.database.replans == 1);  // a second backlog within the minute
-  f.clock.advance(std::chrono::minutes(1));
-  for (int i = 0; i < 25; ++i) f.database.insert();
-  REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
-  CHECK(f.database.replans == 2);
-  CHECK(f.stop() == 0);
-}
-
 TEST_CASE("Run loop: a rejected row is retried after its backoff and parked at max_attempts",
           "[daemon][run_loop]") {
   LoopFixture f;
