@@ -44,7 +44,7 @@ constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
     "m.due_at > m.created_at",
     "m.attempts", "m.partition",
     "(date_part('epoch', now() - greatest(m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint",
-    "m.payload_bytes", "destination_allowed"};
+    "m.payload_bytes", "destination_refused"};
 // std::array fills missing entries with empty views: an empty one means a
 // Column has no expression, i.e. the enum and this list disagree.
 constexpr bool every_column_named() {
@@ -60,14 +60,24 @@ static_assert(kHeldBack == kColumnCount - 1, "held_back is the claim's last colu
 // stored bytea reads its size, not its value.
 constexpr std::string_view kPayload = "octet_length(m.body)::bigint + octet_length(m.headers::text)";
 
-// False for a plain name outside settings.allowed_destinations (016): the
-// list is read once per statement (an InitPlan) and tested first, so that
-// while it is NULL, as by default, nothing is evaluated per row (the regular
-// expression of address_or_reserved() took a tenth of the claim's time).
-std::string destination_allowed(const std::string& s) {
-  const std::string list = "(SELECT st.allowed_destinations FROM " + s + ".settings st)";
-  return "(" + list + " IS NULL OR " + s + ".address_or_reserved(m.destination) OR " + s +
-         ".plain_name_allowed(m.destination, " + list + "))";
+// The setting that refuses a stored row's destination, NULL if none does
+// (destination_allowed()'s test, inlined, naming the rule that fails):
+// destination_charset (021) for one beyond Latin-1 while it is latin1, then
+// allowed_destinations (016) for a plain name outside the list, the order of
+// destination_problem(). Whether either is set is read once per statement
+// (an InitPlan) and tested first, so that while neither is, as by default,
+// nothing more is evaluated per row (the regular expression of
+// address_or_reserved() took a tenth of the claim's time); each setting is
+// read only once that answer is no.
+std::string destination_refused(const std::string& s) {
+  const std::string settings = " FROM " + s + ".settings st)";
+  const std::string list = "(SELECT st.allowed_destinations" + settings;
+  return "CASE WHEN (SELECT st.allowed_destinations IS NULL AND st.destination_charset <> 'latin1'" + settings +
+         " THEN NULL "
+         "WHEN (SELECT st.destination_charset = 'latin1'" + settings + " AND " + s +
+         ".beyond_latin1(m.destination) THEN 'destination_charset' "
+         "WHEN " + list + " IS NOT NULL AND NOT (" + s + ".address_or_reserved(m.destination) OR " + s +
+         ".plain_name_allowed(m.destination, " + list + ")) THEN 'allowed_destinations' END";
 }
 
 // `held_back_column` is held_back(), or false where the claim filters on it;
@@ -75,8 +85,8 @@ std::string destination_allowed(const std::string& s) {
 std::string columns(const std::string& s, const std::string& held_back_column, const char* inline_limit) {
   std::string out;
   for (std::size_t i = 0; i < kClaimColumns.size(); ++i) {
-    if (i == kDestinationAllowed) {
-      out.append(destination_allowed(s)).append(", ");
+    if (i == kDestinationRefused) {
+      out.append(destination_refused(s)).append(", ");
     } else if (i == kBody || i == kHeaders) {
       out.append("CASE WHEN m.payload_bytes > ").append(inline_limit).append("::bigint THEN NULL ELSE ");
       out.append(kClaimColumns[i]).append(" END, ");

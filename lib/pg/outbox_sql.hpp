@@ -9,7 +9,7 @@ namespace outboxd::pg::outbox_sql {
 enum Column {
   kId, kMessageId, kDestination, kSessionId, kWriter, kCorrelationId, kParentMessageId, kOriginatingMessageId,
   kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedAt, kDueAt, kScheduled,
-  kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationAllowed, kHeldBack, kColumnCount
+  kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationRefused, kHeldBack, kColumnCount
 };
 
 // The claims return every row's payload size (body and headers as JSON
@@ -18,7 +18,7 @@ enum Column {
 // than the budget inline, and no window over the rows (a tenth of the
 // claim's cost) is needed. payloads() reads the larger rows afterwards,
 // within the rest of the budget. `s` is the quoted schema (for
-// settings.allowed_destinations, 016).
+// settings.allowed_destinations, 016, and destination_charset, 021).
 std::string claim_immediate(const std::string& s, const std::string& t);
 std::string claim_scheduled(const std::string& s, const std::string& t);
 // Immediate rows of the destinations other than those of a backlog, a few of each.

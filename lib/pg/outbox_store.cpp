@@ -82,9 +82,15 @@ std::string too_large(std::int64_t payload, std::int64_t max_message) {
          std::to_string(kPropertiesMargin) + " for properties and framing); not sent";
 }
 
-// Written before the DBA's list of plain names refused it (016): no queue is created for it.
-std::string not_allowed(const core::OutboxMessage& row) {
-  return "destination \"" + row.destination + "\" is not in settings.allowed_destinations; not sent";
+// Written before a rule of the DBA's refused it, `setting` the claim's name
+// for the rule: the list of plain names (016), so no queue is created for
+// it, or the charset (021), so no link is attached to an address the broker
+// would close the connection on.
+std::string refused(const core::OutboxMessage& row, std::string_view setting) {
+  const std::string why = setting == "destination_charset"
+                              ? "has characters outside Latin-1 (settings.destination_charset is latin1)"
+                              : "is not in settings.allowed_destinations";
+  return "destination \"" + row.destination + "\" " + why + "; not sent";
 }
 
 // The body and headers of a claimed set's larger rows, read by payloads():
@@ -141,7 +147,9 @@ core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& la
     } else if (rows.is_null(r, sql::kBody)) {
       row.unsendable = too_large(rows.int64(r, sql::kPayloadBytes), max_message);
     }
-    if (!rows.boolean(r, sql::kDestinationAllowed)) row.unsendable = not_allowed(row);
+    if (!rows.is_null(r, sql::kDestinationRefused)) {
+      row.unsendable = refused(row, rows.text(r, sql::kDestinationRefused));
+    }
   }
   return set;
 }

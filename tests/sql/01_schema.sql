@@ -96,15 +96,17 @@ SELECT is_empty($$
    WHERE c.relnamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND c.relkind = 'r'
      AND obj_description(c.oid, 'pg_class') IS NULL$$,
   'every table has a comment');
--- Hot-path exceptions: text_ok(), headers_suspect() and address_or_reserved() have SQL-standard bodies, bound
--- at creation (and inlinable because they have no SET); the partition trigger
--- qualifies every name; workflow_states() reads the workflow schema first.
+-- Hot-path exceptions: text_ok(), headers_suspect(), address_or_reserved() and
+-- beyond_latin1() have SQL-standard bodies, bound at creation (and inlinable
+-- because they have no SET); the partition trigger qualifies every name;
+-- workflow_states() reads the workflow schema first.
 SELECT results_eq($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace = 'outbox'::regnamespace
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=outbox, pg_catalog, pg_temp']
    ORDER BY 1$$,
-  $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.headers_suspect(jsonb)'), ('outbox.messages_set_partition()'),
+  $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.beyond_latin1(text)'), ('outbox.headers_suspect(jsonb)'),
+           ('outbox.messages_set_partition()'),
            ('outbox.text_ok(text,integer)'), ('outbox.workflow_states(text)')$$,
   'every other outbox function pins search_path to outbox, pg_catalog, pg_temp');
 SELECT ok((SELECT prosqlbody IS NOT NULL FROM pg_proc WHERE oid = 'outbox.text_ok(text,integer)'::regprocedure),
@@ -144,7 +146,7 @@ SELECT set_eq($$
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
      AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
      -- internal helpers of the row rules and of cancel() and reschedule()
-     AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'destination_problem',
+     AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'beyond_latin1', 'destination_problem',
                            'plain_name_allowed', 'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
            ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'), ('outbox.destination_allowed', 'boolean'),

@@ -17,8 +17,8 @@ SELECT is(sqltest.try_login('app_a', $$INSERT INTO outbox.messages (message_id, 
 UPDATE outbox.settings SET allowed_destinations = '{orders,billing.*}';
 SELECT lives_ok($$SELECT outbox.enqueue('orders', 'n-3'), outbox.enqueue('billing.invoices', 'n-4')$$,
   'an exact name, and a name under a prefix');
-SELECT cmp_ok((SELECT sum(calls) FROM pg_stat_xact_user_functions WHERE funcname = 'destination_allowed'), '>=', 2::numeric,
-  'set: each insert of a plain name asks destination_allowed()');
+SELECT cmp_ok((SELECT sum(calls) FROM pg_stat_xact_user_functions WHERE funcname = 'plain_name_allowed'), '>=', 2::numeric,
+  'set: each insert of a plain name asks plain_name_allowed() (021)');
 SELECT throws_ok($$SELECT outbox.enqueue('orders2', 'n-5')$$, '23514',
   'new row for relation "messages" violates check constraint "messages_destination_valid"',
   'an exact entry is not a prefix: enqueue refuses');
