@@ -50,7 +50,7 @@ TEST_CASE("a full address is used as it is", "[amqp]") {
   }
 }
 
-TEST_CASE("rabbitmq cannot carry an address beyond Latin-1; the other profiles can", "[amqp]") {
+TEST_CASE("rabbitmq cannot carry an address beyond Latin-1, the other profiles can", "[amqp]") {
   using outboxd::amqp::carry_problem;
   for (const char* fine : {"orders", "café", "/queue/ÿ-ñ", "billing.x"}) {
     INFO(fine);
