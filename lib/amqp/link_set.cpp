@@ -92,9 +92,8 @@ void LinkSet::queue_delivery(proton::connection& connection, const std::string& 
     try {
       attach(connection, *link);
     } catch (const std::exception& e) {
-      const std::string name = link->name;
-      forget(name);
-      report(pending.id, DeliveryOutcome::unknown,
+      // The rows queued before on the link are answered by fail_all().
+      report(pending.id, DeliveryOutcome::connection_lost,
              "cannot open a link to " + target.address + ": " + core::safe_text(e.what()));
       throw;  // the connection is in doubt: the caller replaces it
     }
