@@ -67,8 +67,11 @@ class RowBook {
 
   // --- publishing and outcomes
   std::vector<core::OutboxMessage> take_ready();
+  // A lost connection's rows are forgotten, to be read again (Planner): they
+  // may lie below the cursor, so a new pass starts, and at once.
   void on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::string_view reason) {
     planner_.on_outcome(id, outcome, reason);
+    if (outcome == core::DeliveryOutcome::connection_lost) restart_pass();
   }
   // When the row became due on our clock (its claim's start less how long the
   // database said it had been due); empty for a row not held.

@@ -200,3 +200,23 @@ TEST_CASE("RowBook: a draining partition is drained once none of its rows is hel
 }
 
 }  // namespace outboxd::dispatch::test
+
+namespace outboxd::dispatch::test {
+
+TEST_CASE("RowBook claims a lost connection's rows again at once, from the start of a new pass",
+          "[dispatch][row_book]") {
+  BookFixture f;
+  core::ClaimedSets sets;
+  sets.immediate = immediate({message(1, "A"), message(2, "A"), message(3)});
+  const auto claimed = f.claim(std::move(sets));
+  REQUIRE_FALSE(claimed.more);
+  CHECK_FALSE(f.book.claim_may_find_rows());  // caught up: the next claim waits for a NOTIFY or the poll
+  CHECK(ids_of(f.book.take_ready()) == Ids{1, 3});
+  f.book.on_outcome(1, core::DeliveryOutcome::connection_lost, "gone");
+  CHECK(f.book.claim_may_find_rows());
+  const auto request = f.book.claim_request(10);
+  CHECK(request.after_id == 0);
+  CHECK(request.known == Ids{3});  // 1 and 2 are read again; 3 is still in flight
+}
+
+}  // namespace outboxd::dispatch::test
