@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/loader.hpp"
+#include "dispatcher_tool.hpp"
 #include "daemon/backlog_metrics.hpp"
 #include "pg/connection.hpp"
 #include "pg/outbox_sql.hpp"
@@ -33,14 +33,6 @@ using namespace outboxd;
 int fail(const std::string& what) {
   std::fprintf(stderr, "backlog_cost: %s\n", what.c_str());
   return 1;
-}
-
-std::vector<int> every_partition(pg::Connection& connection, const std::string& schema) {
-  auto rows = connection.exec("SELECT partition_count FROM " + pg::quote_ident(schema) + ".settings");
-  std::vector<int> partitions;
-  const auto count = rows ? rows.value().int64(0, 0) : 0;
-  for (int p = 0; p < count; ++p) partitions.push_back(p);
-  return partitions;
 }
 
 // 'text' for EXECUTE, which takes no bound parameters (standard_conforming_strings: only quotes are doubled).
@@ -87,25 +79,21 @@ core::Result<pg::BacklogReport> time_runs(const char* statement, int runs,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 4 || std::string(argv[1]) != "-c") {
-    std::fprintf(stderr, "usage: %s -c CONFIG [RUNS]\n", argv[0]);
-    return 2;
-  }
-  const int runs = argc == 4 ? std::max(1, std::atoi(argv[3])) : 11;
-  auto config = config::load_file(argv[2]);
-  if (!config) return fail(config.error_text());
-  const std::string& schema = config.value().outbox.schema;
-  auto connection = pg::Connection::open(config.value().database, "outboxd backlog_cost");
-  if (!connection) return fail(connection.error().message);
-  pg::OutboxStore store(connection.value(), schema);
-  const auto partitions = every_partition(connection.value(), schema);
+  int exit_code = 0;
+  auto tool = bench::open_dispatcher_tool(argc, argv, "backlog_cost", exit_code);
+  if (!tool) return exit_code;
+  const std::string& schema = tool->schema;
+  const int runs = tool->runs;
+  const auto& partitions = tool->partitions;
+  pg::Connection& connection = tool->connection;
+  pg::OutboxStore store(connection, schema);
   const std::string table = pg::quote_ident(schema) + ".messages";
   const int cap = daemon::BacklogMetrics::kCountCap;
   const int max = daemon::BacklogMetrics::kMaxDestinations;
   const std::vector<std::string> params = {pg::int_array_literal(partitions), std::to_string(cap),
                                            std::to_string(max)};
 
-  if (int failed = print_plan(connection.value(), "backlog_cost_backlog",
+  if (int failed = print_plan(connection, "backlog_cost_backlog",
                               pg::outbox_sql::backlog(pg::quote_ident(schema), table), params)) {
     return failed;
   }
@@ -116,7 +104,7 @@ int main(int argc, char** argv) {
   for (const auto& d : ranked.value().destinations) chosen.push_back(d.destination);
   auto with_chosen = params;
   with_chosen.push_back(pg::text_array_literal(chosen));
-  if (int failed = print_plan(connection.value(), "backlog_cost_backlog_of", pg::outbox_sql::backlog_of(table),
+  if (int failed = print_plan(connection, "backlog_cost_backlog_of", pg::outbox_sql::backlog_of(table),
                               with_chosen)) {
     return failed;
   }

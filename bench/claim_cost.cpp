@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "config/loader.hpp"
+#include "dispatcher_tool.hpp"
 #include "dispatch/claim_merge.hpp"
 #include "pg/connection.hpp"
 #include "pg/outbox_store.hpp"
@@ -55,21 +55,12 @@ bool time_claims(pg::OutboxStore& store, const char* label, int runs, const std:
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 4 || std::string(argv[1]) != "-c") {
-    std::fprintf(stderr, "usage: %s -c CONFIG [RUNS]\n", argv[0]);
-    return 2;
-  }
-  const int runs = argc == 4 ? std::max(1, std::atoi(argv[3])) : 11;
-  auto config = config::load_file(argv[2]);
-  if (!config) return fail(config.error_text());
-  const std::string& schema = config.value().outbox.schema;
-  auto connection = pg::Connection::open(config.value().database, "outboxd claim_cost");
-  if (!connection) return fail(connection.error().message);
-  auto count = connection.value().exec("SELECT partition_count FROM " + pg::quote_ident(schema) + ".settings");
-  if (!count) return fail(count.error().message);
-  std::vector<int> partitions;
-  for (int p = 0; p < count.value().int64(0, 0); ++p) partitions.push_back(p);
-  pg::OutboxStore store(connection.value(), schema);
+  int exit_code = 0;
+  auto tool = bench::open_dispatcher_tool(argc, argv, "claim_cost", exit_code);
+  if (!tool) return exit_code;
+  const int runs = tool->runs;
+  const auto& partitions = tool->partitions;
+  pg::OutboxStore store(tool->connection, tool->schema);
   if (auto prepared = store.prepare(); !prepared) return fail(prepared.error().message);
 
   constexpr int kBatch = 1000;
