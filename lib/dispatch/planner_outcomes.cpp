@@ -75,9 +75,10 @@ void Planner::settle(RowMap::iterator it, core::DeliveryOutcome outcome, std::st
       break;
     case core::DeliveryOutcome::connection_lost:
       // Counts for no row: the rows in flight when a connection ends are
-      // rarely its cause (amqp::ConnectionSuspects finds and answers that
-      // one). Nor is it sent again from memory: SQL may have cancelled,
-      // skipped or rescheduled it meanwhile, so the claim reads it again.
+      // rarely its cause (ConnectionSuspects, asked by the publisher, finds
+      // that one). Nor is it sent again from memory: SQL may have
+      // cancelled, skipped or rescheduled it meanwhile, so the claim reads
+      // it again.
       ++counters_.connection_lost;
       reread(it);
       break;
