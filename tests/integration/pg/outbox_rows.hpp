@@ -16,6 +16,8 @@
 
 namespace outboxd::pg::testing {
 
+using Ids = std::vector<core::RowId>;
+
 // A claim as the daemon sees it: the store's result sets merged by the pure core.
 inline core::Result<dispatch::Claim> claim(OutboxStore& store, const std::vector<int>& partitions, int limit,
                                            core::RowId after_id = 0, std::span<const core::RowId> known = {}) {

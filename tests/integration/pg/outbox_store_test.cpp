@@ -13,12 +13,6 @@ using namespace outboxd::pg;
 using namespace outboxd::pg::testing;
 using std::chrono::milliseconds;
 
-namespace {
-
-using Ids = std::vector<core::RowId>;
-
-}  // namespace
-
 TEST_CASE("claim returns due rows of both kinds in id order with every column", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();

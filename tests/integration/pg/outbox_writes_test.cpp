@@ -13,12 +13,6 @@ using namespace outboxd::pg;
 using namespace outboxd::pg::testing;
 using std::chrono::milliseconds;
 
-namespace {
-
-using Ids = std::vector<core::RowId>;
-
-}  // namespace
-
 TEST_CASE("mark_dispatched updates or deletes pending rows by id", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
