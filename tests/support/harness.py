@@ -140,10 +140,11 @@ class Database:
 
     With migrated=False (fixture unmigrated_database) the database is left empty for tests
     of `outboxd migrate`, and url is the superuser's: migrate needs one that may create schemas.
+    admin_url names another cluster than the shared one (a multi-host URL names every node).
     """
 
-    def __init__(self, workdir, schema="outbox", migrated=True):
-        self.admin_url = require_env("OUTBOXD_TEST_PG_URL")  # the cluster's superuser
+    def __init__(self, workdir, schema="outbox", migrated=True, admin_url=None):
+        self.admin_url = admin_url or require_env("OUTBOXD_TEST_PG_URL")  # the cluster's superuser
         self.name = unique("t")
         self.schema = schema
         self.dispatcher_role = f"{self.name}_dispatcher"
