@@ -100,7 +100,7 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
     if (ids.empty()) ids.emplace_back();  // the session alone
     int fired = 0;
     for (const auto& id : ids) {
-      auto report = store.fire(id, target.session_id);
+      auto report = store.fire(id, target.session_id, os_user());
       if (!report) return s.failed(report.error());
       const auto& r = report.value();
       fired += r.rows;

@@ -63,21 +63,22 @@ core::Status OutboxStore::notify() {
   return {};
 }
 
-// A row the scheduled claim holds is due already: the UPDATE waits for the
-// claim and then changes only its due_at, never its status, so it is sent once.
-core::Result<FireReport> OutboxStore::fire(std::string_view message_id, std::string_view session_id) {
-  auto fired = connection_.exec_params("UPDATE " + table_ + " SET due_at = now() "
-                                       "WHERE status = 'pending' AND due_at > now() "
-                                       "AND (message_id = $1 OR session_id = $2) "
-                                       "RETURNING session_user::text, now()::text",
-                                       {std::string(message_id), std::string(session_id)});
+// A security definer (022_row_trail.sql) writes each row's fired event: the
+// dispatcher may not set due_at itself. Empty names match nothing.
+core::Result<FireReport> OutboxStore::fire(std::string_view message_id, std::string_view session_id,
+                                           std::string_view os_user) {
+  std::optional<std::string> named_user;
+  if (!os_user.empty()) named_user = std::string(os_user);
+  auto fired = connection_.exec_params("SELECT count(*), session_user::text, now()::text FROM " +
+                                           quote_ident(schema_) + ".fire_scheduled($1, $2, $3)",
+                                       {std::string(message_id), std::string(session_id), named_user});
   if (!fired) return in_context("firing scheduled rows", fired.error());
   const Rows& rows = fired.value();
   FireReport report;
-  report.rows = static_cast<int>(rows.affected());
+  report.rows = static_cast<int>(rows.int64(0, 0));
   if (report.rows == 0) return report;
-  report.by = std::string(rows.text(0, 0));
-  report.at = std::string(rows.text(0, 1));
+  report.by = std::string(rows.text(0, 1));
+  report.at = std::string(rows.text(0, 2));
   if (auto notified = notify(); !notified) return notified.error();
   return report;
 }

@@ -177,8 +177,10 @@ class OutboxStore {
   // For `outboxd status`: counts per destination and in total.
   core::Result<StatusReport> status();
   // Scheduled rows (pending, due later) of `message_id`, or of `session_id`
-  // when it is not empty, become due now, and a NOTIFY follows.
-  core::Result<FireReport> fire(std::string_view message_id, std::string_view session_id = {});
+  // when it is not empty, become due now, each with a fired event naming
+  // `os_user` (if not empty), and a NOTIFY follows.
+  core::Result<FireReport> fire(std::string_view message_id, std::string_view session_id = {},
+                                std::string_view os_user = {});
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);

@@ -1,6 +1,7 @@
 """Timeouts that move: reschedule() earlier while outboxd idles or works, against the claim, `outboxd fire`, the documented recipes."""
 
 import collections
+import getpass
 import os
 import shutil
 import subprocess
@@ -218,6 +219,9 @@ def test_fire_makes_a_timeout_due_now_and_says_who_and_when(workdir, database, b
     assert again.returncode == 1 and "fire: 0 scheduled rows" in again.stdout
     assert usage.returncode == 2
     assert database.query("SELECT status FROM outbox.messages WHERE message_id = 't-session-1'") == [("pending",)]
+    # The database records each fire, with the login role and the OS user the CLI names.
+    assert database.query("SELECT action, db_role, os_user FROM outbox.row_events WHERE message_id = 't-fire'") == [
+        ("fired", database.dispatcher_role, getpass.getuser())]
 
 
 def documented_block(language):

@@ -77,7 +77,8 @@ SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], '
 
 SELECT triggers_are('outbox', 'messages', ARRAY['messages_check_destination', 'messages_set_partition',
                                                 'messages_wakeup_requeue', 'messages_wakeup_reschedule',
-                                                'messages_parked_event']);
+                                                'messages_status_event', 'messages_guard_update',
+                                                'messages_guard_delete']);
 
 SELECT is((SELECT partition_count FROM outbox.settings), 64, 'default partition count is 64');
 SELECT results_eq('SELECT partition, owner, epoch FROM outbox.leases ORDER BY partition',
@@ -124,18 +125,19 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,bytea,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
+           ('outbox.fire_scheduled(text,text,text)'),
            ('outbox.messages_check_destination()'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
            ('outbox.purge_row_events(interval,integer)'),
-           ('outbox.record_parked()'),
+           ('outbox.record_status_change()'),
            ('outbox.replay(text[],text,text,timestamp with time zone,timestamp with time zone,integer,boolean,text)'),
            ('outbox.requeue_parked(text[],text,boolean,text)'),
            ('outbox.reschedule(text,timestamp with time zone)'),
            ('outbox.skip_parked(text[],text,boolean,text)'),
            ('outbox.workflow_states(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states(), and the triggers that look for an idle instance, record a parked row or read what writers may not');
+  'workflow_states(), and the triggers that look for an idle instance, record a status change or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
@@ -156,7 +158,7 @@ SELECT set_eq($$
            ('workflow.clear_timeout', 'boolean'), ('workflow.record_compensation', 'boolean'),
            ('workflow.set_compensation_status', 'boolean'),
            ('outbox.requeue_parked', 'text'), ('outbox.skip_parked', 'text'), ('outbox.replay', 'record'),
-           ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record')$$,
+           ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record'), ('outbox.fire_scheduled', 'text')$$,
   'the API functions and their return types, as the Reference of docs/sql.md lists them');
 
 SELECT * FROM finish();

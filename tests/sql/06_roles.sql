@@ -85,7 +85,8 @@ SELECT is(sqltest.try_as_member('outbox_writer', 'CREATE TABLE workflow.mine (x 
 
 -- dispatcher -------------------------------------------------------------------
 -- The row CHECK runs on every UPDATE, so each kind of UPDATE the daemon and the
--- CLI make is tried: mark (retention keep), a failed attempt, park, requeue, skip.
+-- CLI make is tried: mark (retention keep), a failed attempt, park, and requeue
+-- and skip through their functions (a plain UPDATE of a parked row is refused).
 
 SELECT is(sqltest.try_as_member('outbox_dispatcher',
     $$SELECT id FROM outbox.messages WHERE status = 'pending' AND due_at <= created_at ORDER BY id LIMIT 10$$), 'ok',
@@ -104,16 +105,12 @@ SELECT is(sqltest.try_as_member('outbox_dispatcher',
       WHERE message_id = 'w-2'$$), 'ok',
   'dispatcher: park');
 SELECT is((SELECT status || '/' || attempts FROM outbox.messages WHERE message_id = 'w-2'), 'parked/10', '... the row is parked');
-SELECT is(sqltest.try_as_member('outbox_dispatcher',
-    $$UPDATE outbox.messages SET status = 'pending', attempts = 0, next_attempt_at = NULL
-      WHERE message_id = 'w-2' AND status = 'parked'$$), 'ok',
+SELECT is(sqltest.try_as_member('outbox_dispatcher', $$SELECT outbox.requeue_parked('{w-2}')$$), 'ok',
   'dispatcher: requeue (the requeue trigger runs for it)');
 SELECT is((SELECT status FROM outbox.messages WHERE message_id = 'w-2'), 'pending', '... the row is pending again');
 SELECT is(sqltest.try_as_member('outbox_dispatcher',
     $$UPDATE outbox.messages SET status = 'parked' WHERE message_id = 'w-2';
-      UPDATE outbox.messages SET status = 'cancelled', cancelled_at = now(),
-             last_error = 'skipped by operator' || coalesce('; last error: ' || last_error, '')
-      WHERE message_id = 'w-2' AND status = 'parked'$$), 'ok',
+      SELECT outbox.skip_parked('{w-2}')$$), 'ok',
   'dispatcher: skip');
 SELECT is(sqltest.try_as_member('outbox_dispatcher', $$DELETE FROM outbox.messages WHERE status IN ('dispatched', 'cancelled')$$), 'ok',
   'dispatcher: delete (retention delete, purge)');

@@ -59,8 +59,7 @@ SELECT is(pg_temp.step('ops', 's10'), '{}'::text[], 'backing off does not notify
 SELECT pg_temp.remote('ops', $$UPDATE outbox.messages SET status = 'parked' WHERE message_id IN ('n-2', 'n-3')$$) AS r \gset
 SELECT is(pg_temp.step('ops', 's11'), '{}'::text[], 'parking does not notify');
 SELECT pg_temp.remote('ops', $$SET ROLE outbox_dispatcher;
-                            UPDATE outbox.messages SET status = 'pending', attempts = 0, next_attempt_at = NULL
-                             WHERE status = 'parked'; RESET ROLE$$) AS r \gset
+                            SELECT count(*) FROM outbox.requeue_parked(NULL, all_parked => true); RESET ROLE$$) AS r \gset
 SELECT is(pg_temp.step('ops', 's12'), '{""}'::text[], 'requeueing parked rows notifies once');
 
 -- Idle no more.

@@ -4,7 +4,7 @@
 -- rolled back at the end.
 BEGIN;
 SET search_path = public;
-SELECT plan(27);
+SELECT plan(31);
 
 SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
        set_config('outboxd.workflow_schema', 'billing_wf', true) AS w,
@@ -16,21 +16,35 @@ SELECT set_config('outboxd.schema', 'Billing Outbox', true) AS s,
 \ir ../../sql/005_row_check.sql
 \ir ../../sql/006_workflow_row_check.sql
 \ir ../../sql/007_wakeup_in_partition_trigger.sql
+\ir ../../sql/008_dispatcher_row_check.sql
+\ir ../../sql/009_writer_isolation.sql
+\ir ../../sql/010_reschedule.sql
 \ir ../../sql/011_inbox.sql
 \ir ../../sql/012_workflow_emit.sql
 \ir ../../sql/013_timeout_lock.sql
+\ir ../../sql/014_operations.sql
+\ir ../../sql/015_backlog_index.sql
+\ir ../../sql/016_allowed_destinations.sql
+\ir ../../sql/017_wakeup_on_any_move.sql
+\ir ../../sql/018_destination_check_cost.sql
+\ir ../../sql/019_writer_session_scope.sql
+\ir ../../sql/020_destination_lanes.sql
+\ir ../../sql/021_destination_charset.sql
+\ir ../../sql/022_row_trail.sql
 SET LOCAL search_path = public;
 
 SELECT has_schema('Billing Outbox');
 SELECT has_index('Billing Outbox', 'messages', 'messages_due_session_idx', ARRAY['session_id', 'due_at', 'id']);
 SELECT has_schema('billing_wf');
-SELECT tables_are('Billing Outbox', ARRAY['messages', 'settings', 'leases', 'instances', 'received_messages']);
+SELECT tables_are('Billing Outbox', ARRAY['messages', 'settings', 'leases', 'instances', 'received_messages', 'row_events']);
 SELECT tables_are('billing_wf', ARRAY['instances', 'processed_messages', 'compensations']);
 SELECT is((SELECT partition_count FROM "Billing Outbox".settings), 8, 'partition count from outboxd.partitions');
 SELECT is((SELECT count(*) FROM "Billing Outbox".leases), 8::bigint, '8 lease rows');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
-   WHERE p.pronamespace = '"Billing Outbox"'::regnamespace AND p.proname NOT IN ('messages_set_partition', 'text_ok')
+   WHERE p.pronamespace = '"Billing Outbox"'::regnamespace
+     AND p.proname NOT IN ('messages_set_partition', 'text_ok', 'address_or_reserved', 'beyond_latin1', 'headers_suspect',
+                           'workflow_states')
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path="Billing Outbox", pg_catalog, pg_temp']$$,
   'outbox functions pin the quoted schema');
 SELECT is_empty($$
@@ -86,6 +100,20 @@ SELECT is(sqltest.try_as('Billing Outbox_dispatcher', $$SELECT count(*) FROM "Bi
   'its dispatcher reads its messages');
 SELECT is(sqltest.try_as('Billing Outbox_dispatcher', $$SELECT count(*) FROM outbox.messages$$), '42501',
   '... and not the default outbox''s');
+
+-- 022: the trail and the guard work under the quoted names.
+SELECT "Billing Outbox".enqueue('invoices', 'inv-5', 'x', due_at => now() + interval '1 day') AS inv5 \gset
+UPDATE "Billing Outbox".messages SET status = 'parked' WHERE message_id = 'inv-2';
+SELECT is(sqltest.try_as('Billing Outbox_dispatcher',
+  $$UPDATE "Billing Outbox".messages SET status = 'pending' WHERE message_id = 'inv-2'$$), '42501',
+  'its dispatcher cannot requeue a parked row by UPDATE ...');
+SELECT is(sqltest.try_as('Billing Outbox_dispatcher', $$SELECT "Billing Outbox".requeue_parked('{inv-2}', os_user => 'eve')$$),
+  'ok', '... but through requeue_parked()');
+SELECT is(sqltest.try_as('Billing Outbox_dispatcher', $$SELECT "Billing Outbox".fire_scheduled('inv-5', NULL)$$), 'ok',
+  '... and fires with fire_scheduled()');
+SELECT is((SELECT string_agg(action || coalesce('/' || os_user, ''), ', ' ORDER BY id) FROM "Billing Outbox".row_events
+            WHERE message_id IN ('inv-2', 'inv-5')),
+  'parked, requeued, parked, requeued/eve, fired', 'each change has its event in its own trail');
 
 SELECT is("Billing Outbox".set_partition_count(4),
   (SELECT count(*) FROM "Billing Outbox".messages

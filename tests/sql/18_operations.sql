@@ -22,7 +22,7 @@ SELECT is(sqltest.try_as('outbox_dispatcher', 'SELECT * FROM outbox.row_events')
 SELECT is(sqltest.try_as('outbox_dispatcher',
   $$INSERT INTO outbox.row_events (row_id, message_id, action) VALUES (1, 'x', 'skipped')$$), '42501', '... but cannot write it');
 SELECT is(sqltest.try_as('outbox_dispatcher', 'DELETE FROM outbox.row_events'), '42501', '... nor delete from it');
-SELECT is(sqltest.try_as('outbox_dispatcher', $$SELECT outbox.record_events('skipped', '{1}', NULL)$$), '42501',
+SELECT is(sqltest.try_as('outbox_dispatcher', $$SELECT outbox.name_os_user('mallory')$$), '42501',
   '... nor call the internal helper');
 SELECT is(sqltest.try_as('outbox_writer', $$SELECT outbox.requeue_parked('{x}')$$), '42501', 'writers may not requeue');
 SELECT is(sqltest.try_as('outbox_writer', $$SELECT * FROM outbox.replay('{x}', NULL, NULL, NULL, NULL, 10, true)$$),
