@@ -1,7 +1,8 @@
 // Reading the outbox, dispatch, retention, leases, log and http sections.
-#include <charconv>
+#include <optional>
 #include <string>
 
+#include "config/listen_address.hpp"
 #include "config/scalar.hpp"
 #include "config/sections.hpp"
 
@@ -61,24 +62,17 @@ void read_schema_name(MapReader& outbox, std::string_view key, std::size_t max_b
   out = std::move(name);
 }
 
-bool is_listen_address(std::string_view listen) {
-  std::string_view host;
-  std::string_view port;
-  if (!listen.empty() && listen.front() == '[') {
-    const auto close = listen.find("]:");
-    if (close == std::string_view::npos) return false;
-    host = listen.substr(1, close - 1);
-    port = listen.substr(close + 2);
-  } else {
-    const auto colon = listen.find(':');
-    if (colon == std::string_view::npos || listen.find(':', colon + 1) != std::string_view::npos) return false;
-    host = listen.substr(0, colon);
-    port = listen.substr(colon + 1);
+// Empty turns HTTP off; anything else goes through the server's own parser.
+std::optional<std::string> listen_problem(std::string_view listen) {
+  if (listen.empty()) return std::nullopt;
+  const auto address = parse_listen_address(listen);
+  if (!address) {
+    return address.error().message + "; write \"host:port\" such as 127.0.0.1:9187, or leave it empty to turn "
+                                     "HTTP off";
   }
-  int number = 0;
-  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-  const bool port_ok = error == std::errc() && end == port.data() + port.size() && number >= 1 && number <= 65535;
-  return !host.empty() && port_ok && !has_control_characters(host) && host.find(' ') == std::string_view::npos;
+  // The server would bind it, but to a port no scraper or healthcheck can know.
+  if (address.value().port == 0) return "port 0 would be chosen anew at every start; give a fixed port such as 9187";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -144,9 +138,8 @@ void read_http(MapReader& root, HttpConfig& out) {
   http.millis("backlog_interval_ms", out.backlog_interval, kBacklogIntervalMs);
   std::string listen;
   if (!http.text("listen", listen)) return;
-  if (!listen.empty() && !is_listen_address(listen)) {
-    http.report("listen", "expected \"host:port\" such as 127.0.0.1:9187, or empty to turn HTTP off (got " +
-                              quote_value(listen) + ")");
+  if (const auto problem = listen_problem(listen)) {
+    http.report("listen", *problem);
     return;
   }
   out.listen = std::move(listen);

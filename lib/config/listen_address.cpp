@@ -1,12 +1,14 @@
 // Strict parsing of the HTTP listen address: "host:port" or "[ipv6]:port".
-#include "metrics/listen_address.hpp"
+#include "config/listen_address.hpp"
 
-namespace outboxd::metrics {
+#include "config/scalar.hpp"
+
+namespace outboxd::config {
 
 namespace {
 
 core::Error bad(std::string_view text, std::string_view why) {
-  return core::fatal_error("http.listen \"" + std::string(text) + "\": " + std::string(why));
+  return core::fatal_error(std::string(why) + " (got " + quote_value(text) + ")");
 }
 
 bool parse_port(std::string_view digits, int& port) {
@@ -66,4 +68,4 @@ core::Result<ListenAddress> parse_listen_address(std::string_view text) {
   return out;
 }
 
-}  // namespace outboxd::metrics
+}  // namespace outboxd::config
