@@ -4,6 +4,7 @@
 
 #include "config/listen_address.hpp"
 #include "config/scalar.hpp"
+#include "config/schema_name.hpp"
 #include "config/sections.hpp"
 
 namespace outboxd::config {
@@ -32,30 +33,12 @@ constexpr IntRange kRenewIntervalMs{100, 3'600'000};
 constexpr IntRange kSafetyMarginMs{0, 3'600'000};
 constexpr IntRange kMessageBytes{16 << 10, 1 << 30};  // above the 8 KiB kept for properties; up to 1 GiB
 constexpr IntRange kBudgetBytes{64 << 10, 1 << 30};
-constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
-// migrate names the roles <schema>_writer and <schema>_dispatcher, which must fit in 63 bytes.
-constexpr std::size_t kMaxOutboxSchemaBytes = kMaxIdentifierBytes - 11;
 constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
 
-// Lower-case only, so that the name means the same quoted or unquoted in SQL.
-std::optional<std::string> identifier_problem(const std::string& name, std::size_t max_bytes) {
-  const auto fits = [](char c, bool first) {
-    return (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
-  };
-  bool valid = !name.empty() && name.size() <= max_bytes;
-  for (std::size_t i = 0; valid && i < name.size(); ++i) valid = fits(name[i], i == 0);
-  if (!valid) {
-    return "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most " + std::to_string(max_bytes) +
-           " bytes), got " + quote_value(name);
-  }
-  if (name.rfind("pg_", 0) == 0) return "must not start with \"pg_\" (reserved by PostgreSQL)";
-  return std::nullopt;
-}
-
-void read_schema_name(MapReader& outbox, std::string_view key, std::size_t max_bytes, std::string& out) {
+void read_schema_name(MapReader& outbox, std::string_view key, SchemaKind kind, std::string& out) {
   std::string name;
   if (!outbox.text(key, name)) return;
-  if (const auto problem = identifier_problem(name, max_bytes)) {
+  if (const auto problem = schema_name_problem(name, kind)) {
     outbox.report(key, *problem);
     return;
   }
@@ -79,8 +62,8 @@ std::optional<std::string> listen_problem(std::string_view listen) {
 
 void read_outbox(MapReader& root, OutboxConfig& out) {
   MapReader outbox = root.section("outbox");
-  read_schema_name(outbox, "schema", kMaxOutboxSchemaBytes, out.schema);
-  read_schema_name(outbox, "workflow_schema", kMaxIdentifierBytes, out.workflow_schema);
+  read_schema_name(outbox, "schema", SchemaKind::outbox, out.schema);
+  read_schema_name(outbox, "workflow_schema", SchemaKind::workflow, out.workflow_schema);
   outbox.integer("partitions", out.partitions, kPartitions);
 }
 
