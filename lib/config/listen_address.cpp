@@ -64,7 +64,7 @@ core::Result<ListenAddress> parse_listen_address(std::string_view text) {
     out.host = std::string(host);
     port = text.substr(colon + 1);
   }
-  if (!parse_port(port, out.port)) return bad(text, "port must be a number from 0 to 65535");
+  if (!parse_port(port, out.port)) return bad(text, "the port must be 1 to 5 digits, at most 65535");
   return out;
 }
 

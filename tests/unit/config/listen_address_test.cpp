@@ -59,6 +59,8 @@ TEST_CASE("Listen address errors say what is wrong", "[config]") {
   CHECK(parse_listen_address("::1:9187").error().message ==
         "write an IPv6 address in brackets: [::1]:9187 (got \"::1:9187\")");
   CHECK(parse_listen_address("127.0.0.1:99999").error().message ==
-        "port must be a number from 0 to 65535 (got \"127.0.0.1:99999\")");
+        "the port must be 1 to 5 digits, at most 65535 (got \"127.0.0.1:99999\")");
+  CHECK(parse_listen_address("a:000080").error().message ==
+        "the port must be 1 to 5 digits, at most 65535 (got \"a:000080\")");
   CHECK(parse_listen_address(":80").error().message == "missing host (use 0.0.0.0 for every interface) (got \":80\")");
 }
