@@ -27,7 +27,7 @@ std::optional<config::Config> load_config_or_report(const std::string& path) {
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command) {
   auto connection = pg::Connection::open(config.database, std::string("outboxd ") + command);
   if (!connection) {
-    std::cerr << command << ": cannot connect to " << config::describe(config.database.target, config::database_secrets(config.database)) << ": "
+    std::cerr << command << ": cannot connect to " << config::describe(config.database.target) << ": "
               << connection.error().message << '\n';
     return std::nullopt;
   }

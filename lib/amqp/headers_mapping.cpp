@@ -127,6 +127,9 @@ class PropertyReader : public nlohmann::json_sax<json> {
 
 }  // namespace
 
+std::span<const std::string_view> reserved_header_prefixes() { return kReservedPrefixes; }
+std::span<const std::string_view> reserved_header_keys() { return kReservedKeys; }
+
 // C1 controls are 0xC2 0x80..0x9F in UTF-8.
 bool has_control(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {

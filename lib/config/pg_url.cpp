@@ -3,13 +3,12 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "config/url.hpp"
 
 namespace outboxd::config {
 namespace {
-
-constexpr std::string_view kWithheld = "***";
 
 bool is_uri(std::string_view url) { return url.starts_with("postgresql://") || url.starts_with("postgres://"); }
 
@@ -52,12 +51,6 @@ core::Status check_target(std::string_view url, const PgTarget& target) {
     }
   }
   return {};
-}
-
-void replace_all(std::string& text, const std::string& what) {
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + kWithheld.size())) {
-    text.replace(at, what.size(), kWithheld);
-  }
 }
 
 // "h1:p1,h2:p2": libpq pairs a list of hosts with a list of ports, or with one port for all.
@@ -125,16 +118,7 @@ core::Status set_database_url(DatabaseConfig& database, std::string url) {
   return {};
 }
 
-std::vector<std::string> database_secrets(const DatabaseConfig& database) {
-  std::vector<std::string> out;
-  for (const char* key : {"password", "sslpassword"}) {
-    if (auto value = database.target.get(key); !value.empty()) out.push_back(std::move(value));
-  }
-  if (!database.password.empty()) out.push_back(database.password);
-  return out;
-}
-
-std::string describe(const PgTarget& target, const std::vector<std::string>& secrets) {
+std::string describe(const PgTarget& target) {
   const std::string host = target.get("host").empty() ? target.get("hostaddr") : target.get("host");
   // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on "literal" + string.
   std::string out;
@@ -142,14 +126,7 @@ std::string describe(const PgTarget& target, const std::vector<std::string>& sec
   out.append(hosts_and_ports(host, target.get("port")));
   if (!target.get("dbname").empty()) out.append(1, '/').append(target.get("dbname"));
   if (!target.get("sslmode").empty()) out.append("?sslmode=").append(target.get("sslmode"));
-  return withhold(std::move(out), secrets);
-}
-
-std::string withhold(std::string text, const std::vector<std::string>& secrets) {
-  for (const auto& secret : secrets) {
-    if (!secret.empty()) replace_all(text, secret);
-  }
-  return text;
+  return out;
 }
 
 }  // namespace outboxd::config

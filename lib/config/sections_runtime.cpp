@@ -1,8 +1,10 @@
 // Reading the outbox, dispatch, retention, leases, log and http sections.
-#include <charconv>
+#include <optional>
 #include <string>
 
+#include "config/listen_address.hpp"
 #include "config/scalar.hpp"
+#include "config/schema_name.hpp"
 #include "config/sections.hpp"
 
 namespace outboxd::config {
@@ -31,62 +33,37 @@ constexpr IntRange kRenewIntervalMs{100, 3'600'000};
 constexpr IntRange kSafetyMarginMs{0, 3'600'000};
 constexpr IntRange kMessageBytes{16 << 10, 1 << 30};  // above the 8 KiB kept for properties; up to 1 GiB
 constexpr IntRange kBudgetBytes{64 << 10, 1 << 30};
-constexpr std::size_t kMaxIdentifierBytes = 63;       // PostgreSQL's NAMEDATALEN - 1
-// migrate names the roles <schema>_writer and <schema>_dispatcher, which must fit in 63 bytes.
-constexpr std::size_t kMaxOutboxSchemaBytes = kMaxIdentifierBytes - 11;
 constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
 
-// Lower-case only, so that the name means the same quoted or unquoted in SQL.
-std::optional<std::string> identifier_problem(const std::string& name, std::size_t max_bytes) {
-  const auto fits = [](char c, bool first) {
-    return (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
-  };
-  bool valid = !name.empty() && name.size() <= max_bytes;
-  for (std::size_t i = 0; valid && i < name.size(); ++i) valid = fits(name[i], i == 0);
-  if (!valid) {
-    return "must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most " + std::to_string(max_bytes) +
-           " bytes), got " + quote_value(name);
-  }
-  if (name.rfind("pg_", 0) == 0) return "must not start with \"pg_\" (reserved by PostgreSQL)";
-  return std::nullopt;
-}
-
-void read_schema_name(MapReader& outbox, std::string_view key, std::size_t max_bytes, std::string& out) {
+void read_schema_name(MapReader& outbox, std::string_view key, SchemaKind kind, std::string& out) {
   std::string name;
   if (!outbox.text(key, name)) return;
-  if (const auto problem = identifier_problem(name, max_bytes)) {
+  if (const auto problem = schema_name_problem(name, kind)) {
     outbox.report(key, *problem);
     return;
   }
   out = std::move(name);
 }
 
-bool is_listen_address(std::string_view listen) {
-  std::string_view host;
-  std::string_view port;
-  if (!listen.empty() && listen.front() == '[') {
-    const auto close = listen.find("]:");
-    if (close == std::string_view::npos) return false;
-    host = listen.substr(1, close - 1);
-    port = listen.substr(close + 2);
-  } else {
-    const auto colon = listen.find(':');
-    if (colon == std::string_view::npos || listen.find(':', colon + 1) != std::string_view::npos) return false;
-    host = listen.substr(0, colon);
-    port = listen.substr(colon + 1);
+// Empty turns HTTP off; anything else goes through the server's own parser.
+std::optional<std::string> listen_problem(std::string_view listen) {
+  if (listen.empty()) return std::nullopt;
+  const auto address = parse_listen_address(listen);
+  if (!address) {
+    return address.error().message + "; write \"host:port\" such as 127.0.0.1:9187, or leave it empty to turn "
+                                     "HTTP off";
   }
-  int number = 0;
-  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-  const bool port_ok = error == std::errc() && end == port.data() + port.size() && number >= 1 && number <= 65535;
-  return !host.empty() && port_ok && !has_control_characters(host) && host.find(' ') == std::string_view::npos;
+  // The server would bind it, but to a port no scraper or healthcheck can know.
+  if (address.value().port == 0) return "port 0 would be chosen anew at every start; give a fixed port such as 9187";
+  return std::nullopt;
 }
 
 }  // namespace
 
 void read_outbox(MapReader& root, OutboxConfig& out) {
   MapReader outbox = root.section("outbox");
-  read_schema_name(outbox, "schema", kMaxOutboxSchemaBytes, out.schema);
-  read_schema_name(outbox, "workflow_schema", kMaxIdentifierBytes, out.workflow_schema);
+  read_schema_name(outbox, "schema", SchemaKind::outbox, out.schema);
+  read_schema_name(outbox, "workflow_schema", SchemaKind::workflow, out.workflow_schema);
   outbox.integer("partitions", out.partitions, kPartitions);
 }
 
@@ -144,9 +121,8 @@ void read_http(MapReader& root, HttpConfig& out) {
   http.millis("backlog_interval_ms", out.backlog_interval, kBacklogIntervalMs);
   std::string listen;
   if (!http.text("listen", listen)) return;
-  if (!listen.empty() && !is_listen_address(listen)) {
-    http.report("listen", "expected \"host:port\" such as 127.0.0.1:9187, or empty to turn HTTP off (got " +
-                              quote_value(listen) + ")");
+  if (const auto problem = listen_problem(listen)) {
+    http.report("listen", *problem);
     return;
   }
   out.listen = std::move(listen);

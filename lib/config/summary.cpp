@@ -41,7 +41,7 @@ std::string describe_cloudevents(const CloudEventsConfig& cloudevents) {
 }  // namespace
 
 std::string summary(const Config& config) {
-  std::string out = "ok: database " + describe(config.database.target, database_secrets(config.database));
+  std::string out = "ok: database " + describe(config.database.target);
   if (config.database.pooler != Pooler::none) {
     out += " (through a " + std::string(to_string(config.database.pooler)) + " pooler)";
   }

@@ -3,7 +3,6 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "config/config.hpp"
 #include "core/result.hpp"
@@ -30,15 +29,9 @@ core::Result<PgTarget> parse_pg_url(std::string_view url);
 // DatabaseConfig without a config file (tests, tools).
 core::Status set_database_url(DatabaseConfig& database, std::string url);
 
-// What must never be shown of a database connection: the url's password and
-// sslpassword, and database.password.
-std::vector<std::string> database_secrets(const DatabaseConfig& database);
-
-// "user@host:port/dbname?sslmode=mode": never a password, and with any
-// text equal to one of `secrets` withheld (a password can equal a host name).
-std::string describe(const PgTarget& target, const std::vector<std::string>& secrets);
-
-// `text` with each non-empty secret replaced by "***".
-std::string withhold(std::string text, const std::vector<std::string>& secrets);
+// "user@host:port/dbname?sslmode=mode", built from those keywords alone: no
+// password or sslpassword reaches it, and the parts shown are shown whole
+// (a password equal to the host name leaves the host name as it is).
+std::string describe(const PgTarget& target);
 
 }  // namespace outboxd::config

@@ -3,7 +3,7 @@
 
 #include <httplib.h>
 
-#include "metrics/listen_address.hpp"
+#include "config/listen_address.hpp"
 
 namespace outboxd::metrics {
 
@@ -23,8 +23,8 @@ std::string url_of(const std::string& host, int port) {
 }  // namespace
 
 core::Status probe_healthz(const std::string& listen, std::chrono::milliseconds timeout) {
-  auto address = parse_listen_address(listen);
-  if (!address.ok()) return address.error();
+  auto address = config::parse_listen_address(listen);
+  if (!address.ok()) return core::fatal_error("http.listen: " + address.error().message);
   if (address.value().port == 0) {
     return core::fatal_error("http.listen " + listen + ": port 0 is chosen at start, so there is no port to ask");
   }

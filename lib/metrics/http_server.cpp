@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "metrics/http_request.hpp"
-#include "metrics/listen_address.hpp"
+#include "config/listen_address.hpp"
 
 namespace outboxd::metrics {
 
@@ -62,7 +62,7 @@ struct HttpServer::Impl {
     if (wake_fd >= 0) ::close(wake_fd);
   }
 
-  core::Result<int> bind_and_listen(const ListenAddress& address);
+  core::Result<int> bind_and_listen(const config::ListenAddress& address);
   void run();
   int poll_timeout_ms(bool accepting) const;
   void accept_all();
@@ -87,7 +87,7 @@ struct HttpServer::Impl {
 // Every address the host resolves to is tried in turn, as a dual-stack
 // socket for IPv6; the reason the last one failed is what the operator reads,
 // e.g. "Address already in use".
-core::Result<int> HttpServer::Impl::bind_and_listen(const ListenAddress& address) {
+core::Result<int> HttpServer::Impl::bind_and_listen(const config::ListenAddress& address) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -237,8 +237,8 @@ int HttpServer::port() const { return impl_->port.load(); }
 
 core::Status HttpServer::start(const std::string& listen) {
   if (impl_->started) return core::fatal_error("http.listen " + listen + ": server already started");
-  auto address = parse_listen_address(listen);
-  if (!address.ok()) return address.error();
+  auto address = config::parse_listen_address(listen);
+  if (!address.ok()) return core::fatal_error("http.listen: " + address.error().message);
   const auto bound = impl_->bind_and_listen(address.value());
   if (!bound.ok()) return core::fatal_error("http.listen " + listen + ": " + bound.error().message);
 

@@ -19,9 +19,6 @@ struct Connection::Statement {
 
 struct Connection::State {
   PGconn* conn = nullptr;
-  // Withheld from connection errors: libpq quotes the host name, which a
-  // password can equal.
-  std::vector<std::string> secrets;
   config::Pooler pooler = config::Pooler::none;
   std::string settings_sql;  // set_config() of daemon_settings(), see apply_session_settings()
   Params settings;
@@ -141,12 +138,13 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
   values.push_back(nullptr);
 
   auto state = std::make_unique<State>();
-  state->secrets = config::database_secrets(config);
   // expand_dbname 0: the config parsed database.url, dbname is just a name.
   state->conn = PQconnectdbParams(keys.data(), values.data(), 0);
   if (state->conn == nullptr) return core::transient_error("cannot connect to PostgreSQL: out of memory");
+  // libpq's message quotes host, user and database, never the password
+  // keyword's value: it is shown whole, so it names the real user and host.
   if (PQstatus(state->conn) != CONNECTION_OK) {
-    const std::string reason = config::withhold(one_line(PQerrorMessage(state->conn)), state->secrets);
+    const std::string reason = one_line(PQerrorMessage(state->conn));
     return core::Error{classify_connect_failure(reason), "cannot connect to PostgreSQL: " + reason};
   }
   // Notices (e.g. "already exists, skipping") would otherwise go to stderr
@@ -190,7 +188,7 @@ core::Status Connection::reset() {
     statement.deallocate = false;
   }
   if (PQstatus(state_->conn) != CONNECTION_OK) {
-    const std::string reason = config::withhold(one_line(PQerrorMessage(state_->conn)), state_->secrets);
+    const std::string reason = one_line(PQerrorMessage(state_->conn));
     state_->last_failure = make_failure("", "cannot reconnect to PostgreSQL: " + reason, true, false);
     state_->last_failure.kind = classify_connect_failure(reason);
     return state_->last_failure.to_error();

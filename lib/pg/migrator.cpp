@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "config/schema_name.hpp"
 #include "pg/embedded_migrations.hpp"
 #include "pg/sha256.hpp"
 #include "pg/text_codec.hpp"
@@ -170,8 +171,12 @@ core::Result<bool> apply(Connection& connection, const MigrateOptions& options, 
 }
 
 core::Status check_options(const MigrateOptions& options) {
-  if (auto valid = validate_identifier("outbox.schema", options.schema); !valid) return valid;
-  if (auto valid = validate_identifier("outbox.workflow_schema", options.workflow_schema); !valid) return valid;
+  if (const auto problem = config::schema_name_problem(options.schema, config::SchemaKind::outbox)) {
+    return core::fatal_error("outbox.schema " + *problem);
+  }
+  if (const auto problem = config::schema_name_problem(options.workflow_schema, config::SchemaKind::workflow)) {
+    return core::fatal_error("outbox.workflow_schema " + *problem);
+  }
   if (options.partitions < 1 || options.partitions > 4096) {
     return core::fatal_error("outbox.partitions must be 1..4096, not " + std::to_string(options.partitions));
   }

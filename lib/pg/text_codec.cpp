@@ -35,21 +35,6 @@ std::string quote_ident(std::string_view name) {
   return out;
 }
 
-core::Status validate_identifier(std::string_view what, std::string_view name) {
-  if (name.empty()) return core::fatal_error(std::string(what) + " must not be empty");
-  if (name.size() > 63) {
-    return core::fatal_error(std::string(what) + " \"" + std::string(name) +
-                             "\" is longer than 63 bytes (PostgreSQL would truncate it)");
-  }
-  for (const char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      return core::fatal_error(std::string(what) + " must not contain control characters");
-    }
-  }
-  return {};
-}
-
 std::string int_array_literal(std::span<const int> values) { return join_integers(values); }
 std::string int_array_literal(std::span<const std::int64_t> values) { return join_integers(values); }
 

@@ -8,17 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.hpp"
-
 namespace outboxd::pg {
 
 // "name" with embedded quotes doubled: safe to splice into statement text.
 // Always quotes, so the name keeps its case exactly as configured.
 std::string quote_ident(std::string_view name);
-
-// A schema or channel name PostgreSQL will keep as written: 1..63 bytes, no
-// control characters (identifiers longer than 63 bytes are silently truncated).
-core::Status validate_identifier(std::string_view what, std::string_view name);
 
 // Array literals for $n::int[] / $n::bigint[] parameters: {1,2,3}.
 std::string int_array_literal(std::span<const int> values);

@@ -62,10 +62,7 @@ std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& dat
     if (target.options.empty()) return;  // not given (or not parsed: nothing to connect to)
     const auto transport = pg_transport(target);
     if (!transport) return;  // the connection attempt reports it
-    // It names the host, which a password can equal.
-    if (auto warning = config::database_tls_warning(key, transport.value())) {
-      warnings.push_back(config::withhold(std::move(*warning), config::database_secrets(database)));
-    }
+    if (auto warning = config::database_tls_warning(key, transport.value())) warnings.push_back(std::move(*warning));
   };
   check("database.url", database.target);
   check("database.listen_url", database.listen_target);

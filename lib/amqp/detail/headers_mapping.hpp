@@ -1,6 +1,7 @@
 // The `headers` JSON column as AMQP application properties.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,12 @@ namespace outboxd::amqp {
 // strings, booleans booleans, integers become long (a larger unsigned integer
 // is an error), other numbers double. Empty text counts as {}.
 core::Status add_header_properties(std::string_view json, proton::message::property_map& properties);
+
+// The reserved key prefixes (lower case, compared without case) and the keys
+// reserved whole: a header that would set a broker's own property. The SQL
+// rule (sql/009_writer_isolation.sql) lists the same.
+std::span<const std::string_view> reserved_header_prefixes();
+std::span<const std::string_view> reserved_header_keys();
 
 // C0 controls, DEL and C1 controls (U+0080..U+009F): refused in header keys,
 // and not allowed in a CloudEvents String.

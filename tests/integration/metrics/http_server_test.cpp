@@ -193,7 +193,7 @@ TEST_CASE("Bad listen addresses and a second start are refused", "[metrics][http
 
   const auto malformed = server.start("127.0.0.1");
   REQUIRE_FALSE(malformed.ok());
-  CHECK(malformed.error().message == "http.listen \"127.0.0.1\": expected host:port");
+  CHECK(malformed.error().message == "http.listen: expected host:port (got \"127.0.0.1\")");
 
   const auto unresolvable = server.start("no-such-host.invalid:0");
   REQUIRE_FALSE(unresolvable.ok());

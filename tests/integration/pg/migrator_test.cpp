@@ -4,7 +4,10 @@
 // the dispatcher role may not (the deployment runs it as the database's owner).
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "pg/migrator.hpp"
 #include "scratch_database.hpp"
@@ -187,18 +190,19 @@ TEST_CASE("each script gives the session its search_path back in its own transac
   CHECK(must(connection, "SHOW search_path").text(0, 0) == "\"$user\", public");
 }
 
+// Reserved words pass the schema-name rule; only quoting makes them work.
 TEST_CASE("schema names from config are quoted everywhere", "[pg][migrate]") {
   ScratchDatabase db;
   MigrateOptions options;
-  options.schema = "Billing Outbox";
-  options.workflow_schema = "billing\"flows";
+  options.schema = "order";
+  options.workflow_schema = "user";
   options.partitions = 4;
   Connection connection = db.migrated(options);
-  CHECK(schema_exists(connection, "Billing Outbox"));
-  CHECK(schema_exists(connection, "billing\"flows"));
-  CHECK(count(connection, "SELECT count(*) FROM \"Billing Outbox\".schema_migrations") ==
+  CHECK(schema_exists(connection, "order"));
+  CHECK(schema_exists(connection, "user"));
+  CHECK(count(connection, "SELECT count(*) FROM \"order\".schema_migrations") ==
         static_cast<std::int64_t>(migrations().size()));
-  CHECK(count(connection, "SELECT count(*) FROM \"Billing Outbox\".leases") == 4);
+  CHECK(count(connection, "SELECT count(*) FROM \"order\".leases") == 4);
   auto again = migrate(connection, options);
   REQUIRE(again.ok());
   CHECK(again.value().count(MigrationState::applied_now) == 0);
@@ -208,12 +212,36 @@ TEST_CASE("migrate refuses bad options before touching the database", "[pg][migr
   ScratchDatabase db;
   Connection connection = db.connect();
   MigrateOptions options;
-  options.schema = std::string(64, 'x');
-  auto refused = migrate(connection, options);
-  REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("63 bytes"));
-  options.schema = "outbox";
   options.partitions = 0;
   CHECK_FALSE(migrate(connection, options).ok());
   CHECK_FALSE(schema_exists(connection, "outbox"));
+}
+
+// The config's rule, word for word: a name the config refuses, migrate refuses too.
+TEST_CASE("migrate refuses the schema names the config refuses, with the config's words", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  const std::string longest_outbox(52, 'o');
+  for (const auto& [schema, workflow, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"Billing Outbox", "workflow", "outbox.schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, "
+                                          "at most 52 bytes), got \"Billing Outbox\""},
+           {longest_outbox + "o", "workflow", "outbox.schema must be a lower-case SQL identifier"},
+           {"outbox", "billing\"flows", "outbox.workflow_schema must be a lower-case SQL identifier"},
+           {"outbox", std::string(64, 'w'),
+            "outbox.workflow_schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*, at most 63 bytes)"},
+           {"outbox", "pg_flows", "outbox.workflow_schema must not start with \"pg_\""}}) {
+    INFO(schema << " / " << workflow);
+    MigrateOptions options;
+    options.schema = schema;
+    options.workflow_schema = workflow;
+    const auto refused = migrate(connection, options);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.error().message, Catch::StartsWith(message));
+    CHECK_FALSE(schema_exists(connection, schema));
+  }
+  MigrateOptions longest;
+  longest.schema = longest_outbox;
+  longest.workflow_schema = std::string(63, 'w');
+  REQUIRE(migrate(connection, longest).ok());
+  CHECK(schema_exists(connection, longest_outbox));
 }

@@ -45,3 +45,11 @@ TEST_CASE("sslpassword, percent-encoded keys and unescaped ? # / in a password a
   // An '@' in a query value costs the text before it, never a password.
   CHECK(redact("postgresql://db/app?password=s3cret&user=a@b").find("s3cret") == std::string::npos);
 }
+
+TEST_CASE("a password equal to another part removes the password alone", "[config][redact]") {
+  CHECK(redact("postgresql://app:app@db/app") == "postgresql://app@db/app");
+  CHECK(redact("postgresql://d:d@d/d?password=d") == "postgresql://d@d/d");
+  CHECK(redact("amqp://127:127@127.0.0.1:5672") == "amqp://127@127.0.0.1:5672");
+  CHECK(redact("host=d user=d password=d dbname=d") == "host=d user=d dbname=d");
+  CHECK(redact("host=db user=app sslpassword=app dbname=app") == "host=db user=app dbname=app");
+}

@@ -14,17 +14,6 @@ TEST_CASE("quote_ident always quotes and doubles embedded quotes", "[pg]") {
   CHECK(quote_ident("bücher") == "\"bücher\"");
 }
 
-TEST_CASE("validate_identifier bounds length and refuses control characters", "[pg]") {
-  CHECK(validate_identifier("outbox.schema", "outbox").ok());
-  CHECK(validate_identifier("outbox.schema", std::string(63, 'a')).ok());
-  const auto too_long = validate_identifier("outbox.schema", std::string(64, 'a'));
-  REQUIRE_FALSE(too_long.ok());
-  CHECK(too_long.error().message.find("63 bytes") != std::string::npos);
-  CHECK_FALSE(validate_identifier("outbox.schema", "").ok());
-  CHECK_FALSE(validate_identifier("outbox.schema", "a\nb").ok());
-  CHECK_FALSE(validate_identifier("outbox.schema", std::string("a\0b", 3)).ok());
-}
-
 TEST_CASE("integer arrays become {1,2,3} literals", "[pg]") {
   const std::vector<int> none;
   const std::vector<int> small{0, 1, -2, 63};

@@ -1,12 +1,14 @@
 // Strict parsing of the HTTP listen address: "host:port" or "[ipv6]:port".
-#include "metrics/listen_address.hpp"
+#include "config/listen_address.hpp"
 
-namespace outboxd::metrics {
+#include "config/scalar.hpp"
+
+namespace outboxd::config {
 
 namespace {
 
 core::Error bad(std::string_view text, std::string_view why) {
-  return core::fatal_error("http.listen \"" + std::string(text) + "\": " + std::string(why));
+  return core::fatal_error(std::string(why) + " (got " + quote_value(text) + ")");
 }
 
 bool parse_port(std::string_view digits, int& port) {
@@ -62,8 +64,8 @@ core::Result<ListenAddress> parse_listen_address(std::string_view text) {
     out.host = std::string(host);
     port = text.substr(colon + 1);
   }
-  if (!parse_port(port, out.port)) return bad(text, "port must be a number from 0 to 65535");
+  if (!parse_port(port, out.port)) return bad(text, "the port must be 1 to 5 digits, at most 65535");
   return out;
 }
 
-}  // namespace outboxd::metrics
+}  // namespace outboxd::config
