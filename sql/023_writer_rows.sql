@@ -141,23 +141,8 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-  purged int;
 BEGIN
-  PERFORM check_purge_batch(older_than, batch_size);
-  WITH victims AS (
-    SELECT p.workflow_id, p.message_id
-      FROM processed_messages p
-     WHERE p.writer = session_user AND p.processed_at < now() - purge_processed.older_than
-     ORDER BY p.processed_at
-     LIMIT purge_processed.batch_size
-       FOR UPDATE SKIP LOCKED
-  )
-  DELETE FROM processed_messages p
-   USING victims v
-   WHERE p.workflow_id = v.workflow_id AND p.writer = session_user AND p.message_id = v.message_id;
-  GET DIAGNOSTICS purged = ROW_COUNT;
-  RETURN purged;
+  RETURN purge_own_rows('processed_messages', 'processed_at', older_than, batch_size);
 END
 $$;
 
@@ -173,11 +158,13 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION check_purge_batch(older_than interval, batch_size int)
-RETURNS void
+CREATE FUNCTION purge_own_rows(rows regclass, stamp name, older_than interval, batch_size int)
+RETURNS int
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
+DECLARE
+  purged int;
 BEGIN
   IF older_than IS NULL OR older_than < interval '0' THEN
     RAISE EXCEPTION 'older_than must be a non-negative interval' USING ERRCODE = 'invalid_parameter_value';
@@ -185,11 +172,21 @@ BEGIN
   IF batch_size IS NULL OR batch_size NOT BETWEEN 1 AND 100000 THEN
     RAISE EXCEPTION 'batch_size must be 1..100000' USING ERRCODE = 'invalid_parameter_value';
   END IF;
+  -- The victims are locked (SKIP LOCKED: a concurrent purge takes others),
+  -- so their ctid cannot change before the delete in the same statement.
+  EXECUTE format('WITH victims AS (SELECT r.ctid FROM %1$s r WHERE r.writer = session_user AND r.%2$I < now() - $1 '
+                 'ORDER BY r.%2$I LIMIT $2 FOR UPDATE SKIP LOCKED) '
+                 'DELETE FROM %1$s r USING victims v WHERE r.ctid = v.ctid', rows, stamp)
+    USING older_than, batch_size;
+  GET DIAGNOSTICS purged = ROW_COUNT;
+  RETURN purged;
 END
 $$;
 
-COMMENT ON FUNCTION check_purge_batch(interval, int) IS
-  'Internal, for purge_received() and purge_processed(): 22023 unless older_than >= 0 and batch_size is 1..100000.';
+COMMENT ON FUNCTION purge_own_rows(regclass, name, interval, int) IS
+  'Internal, for purge_received() and purge_processed(), which run it as the owner: deletes at most batch_size '
+  'rows of the table whose writer is session_user and whose column stamp is older than older_than, oldest '
+  'first; 22023 unless older_than >= 0 and batch_size is 1..100000.';
 
 CREATE OR REPLACE FUNCTION purge_received(older_than interval, batch_size int DEFAULT 1000)
 RETURNS int
@@ -197,23 +194,8 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path FROM CURRENT
 AS $$
-DECLARE
-  purged int;
 BEGIN
-  PERFORM check_purge_batch(older_than, batch_size);
-  WITH victims AS (
-    SELECT r.consumer, r.message_id
-      FROM received_messages r
-     WHERE r.writer = session_user AND r.received_at < now() - purge_received.older_than
-     ORDER BY r.received_at
-     LIMIT purge_received.batch_size
-       FOR UPDATE SKIP LOCKED
-  )
-  DELETE FROM received_messages r
-   USING victims v
-   WHERE r.consumer = v.consumer AND r.message_id = v.message_id AND r.writer = session_user;
-  GET DIAGNOSTICS purged = ROW_COUNT;
-  RETURN purged;
+  RETURN purge_own_rows('received_messages', 'received_at', older_than, batch_size);
 END
 $$;
 
@@ -227,7 +209,8 @@ DECLARE
   s text := coalesce(nullif(current_setting('outboxd.schema', true), ''), 'outbox');
   w text := coalesce(nullif(current_setting('outboxd.workflow_schema', true), ''), 'workflow');
 BEGIN
-  EXECUTE format('REVOKE ALL ON FUNCTION %1$I.remove(text), %2$I.check_purge_batch(interval, int) FROM PUBLIC', w, s);
+  EXECUTE format('REVOKE ALL ON FUNCTION %1$I.remove(text), %2$I.purge_own_rows(regclass, name, interval, int) '
+                 'FROM PUBLIC', w, s);
   EXECUTE format('GRANT EXECUTE ON FUNCTION %I.remove(text) TO %I', w, s || '_writer');
 END
 $$;

@@ -149,9 +149,10 @@ SELECT set_eq($$
   SELECT p.pronamespace::regnamespace || '.' || p.proname, format_type(p.prorettype, NULL) FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
      AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
-     -- internal helpers of the row rules and of cancel() and reschedule()
+     -- internal helpers of the row rules, of cancel() and reschedule() and of the purges
      AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'beyond_latin1', 'destination_problem',
-                           'plain_name_allowed', 'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
+                           'plain_name_allowed', 'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked',
+                           'purge_own_rows')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
            ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'), ('outbox.destination_allowed', 'boolean'),
            ('outbox.record_received', 'boolean'), ('outbox.purge_received', 'integer'), ('workflow.emit', 'bigint'),
