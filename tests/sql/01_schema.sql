@@ -67,13 +67,14 @@ SELECT columns_are('outbox', 'leases', ARRAY['partition', 'owner', 'epoch', 'acq
 SELECT col_is_pk('outbox', 'leases', 'partition', 'leases.partition is the primary key');
 SELECT columns_are('outbox', 'instances', ARRAY['instance_id', 'started_at', 'heartbeat_at', 'idle']);
 SELECT columns_are('workflow', 'instances', ARRAY['id', 'kind', 'status', 'version', 'correlation_id',
-  'originating_message_id', 'timeout_message_id', 'timeout_due_at', 'data', 'created_at', 'updated_at']);
-SELECT columns_are('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id', 'processed_at']);
-SELECT col_is_pk('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id']::name[],
-  'processed_messages is keyed by (workflow_id, message_id)');
+  'originating_message_id', 'timeout_message_id', 'timeout_due_at', 'data', 'created_at', 'updated_at', 'writer']);
+SELECT columns_are('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id', 'processed_at', 'writer']);
+SELECT col_is_pk('workflow', 'processed_messages', ARRAY['workflow_id', 'writer', 'message_id']::name[],
+  'processed_messages is keyed by (workflow_id, writer, message_id)');
 SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'message_id', 'status',
-  'attempts', 'last_error', 'created_at', 'updated_at']);
-SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id']::name[], 'compensation message ids are unique');
+  'attempts', 'last_error', 'created_at', 'updated_at', 'writer']);
+SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id', 'writer']::name[],
+  'compensation message ids are unique per writer');
 
 SELECT triggers_are('outbox', 'messages', ARRAY['messages_check_destination', 'messages_set_partition',
                                                 'messages_wakeup_requeue', 'messages_wakeup_reschedule',
@@ -129,15 +130,18 @@ SELECT results_eq($$
            ('outbox.messages_check_destination()'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
+           ('outbox.purge_received(interval,integer)'),
            ('outbox.purge_row_events(interval,integer)'),
            ('outbox.record_status_change()'),
            ('outbox.replay(text[],text,text,timestamp with time zone,timestamp with time zone,integer,boolean,text)'),
            ('outbox.requeue_parked(text[],text,boolean,text)'),
            ('outbox.reschedule(text,timestamp with time zone)'),
            ('outbox.skip_parked(text[],text,boolean,text)'),
-           ('outbox.workflow_states(text)')$$,
+           ('outbox.workflow_states(text)'),
+           ('workflow.purge_processed(interval,integer)'),
+           ('workflow.remove(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states(), and the triggers that look for an idle instance, record a status change or read what writers may not');
+  'workflow_states(), the purges and remove(), which delete what writers may not, and the triggers that look for an idle instance, record a status change or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
@@ -147,16 +151,17 @@ SELECT set_eq($$
   SELECT p.pronamespace::regnamespace || '.' || p.proname, format_type(p.prorettype, NULL) FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
      AND p.prorettype NOT IN ('trigger'::regtype, 'void'::regtype) AND p.proname NOT LIKE '%_valid'
-     -- internal helpers of the row rules and of cancel() and reschedule()
+     -- internal helpers of the row rules, of cancel() and reschedule() and of the purges
      AND p.proname NOT IN ('text_ok', 'headers_suspect', 'address_or_reserved', 'beyond_latin1', 'destination_problem',
-                           'plain_name_allowed', 'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked')$$,
+                           'plain_name_allowed', 'lock_waiting_row', 'lock_parked', 'replay_targets', 'change_parked',
+                           'purge_own_rows')$$,
   $$VALUES ('outbox.enqueue', 'bigint'), ('outbox.cancel', 'boolean'), ('outbox.set_partition_count', 'bigint'),
            ('outbox.reschedule', 'boolean'), ('outbox.headers_problem', 'text'), ('outbox.destination_allowed', 'boolean'),
            ('outbox.record_received', 'boolean'), ('outbox.purge_received', 'integer'), ('workflow.emit', 'bigint'),
            ('workflow.start', 'boolean'), ('workflow.save', 'bigint'), ('workflow.record_processed', 'boolean'),
            ('workflow.purge_processed', 'integer'), ('workflow.set_timeout', 'bigint'),
            ('workflow.clear_timeout', 'boolean'), ('workflow.record_compensation', 'boolean'),
-           ('workflow.set_compensation_status', 'boolean'),
+           ('workflow.set_compensation_status', 'boolean'), ('workflow.remove', 'boolean'),
            ('outbox.requeue_parked', 'text'), ('outbox.skip_parked', 'text'), ('outbox.replay', 'record'),
            ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record'), ('outbox.fire_scheduled', 'text')$$,
   'the API functions and their return types, as the Reference of docs/sql.md lists them');

@@ -7,7 +7,7 @@
 -- for every statement; what it runs commits (this file has its own database),
 -- so there is no transaction around the file.
 SET search_path = public;
-SELECT plan(49);
+SELECT plan(50);
 
 SELECT outbox.enqueue('orders', 'other-app-1', 'secret') AS other_id \gset
 SELECT workflow.start('wf-r', 'order', 'New') AS started \gset
@@ -79,8 +79,10 @@ SELECT is(sqltest.try_as_member('outbox_writer', $$SELECT workflow.start(repeat(
   'writer: validation errors name the field (22023), not a privilege error');
 SELECT is(sqltest.try_as_member('outbox_writer',
     $$UPDATE workflow.instances SET data = '{"x": 1}' WHERE id = 'wf-r';
-      DELETE FROM workflow.processed_messages; SELECT count(*) FROM workflow.compensations$$), 'ok',
-  'writer: plain DML on workflow tables');
+      SELECT count(*) FROM workflow.processed_messages; SELECT count(*) FROM workflow.compensations$$), 'ok',
+  'writer: plain SELECT and UPDATE on workflow tables');
+SELECT is(sqltest.try_as_member('outbox_writer', 'DELETE FROM workflow.processed_messages'), '42501',
+  'writer: no DELETE (it would allow LOCK TABLE); workflow.remove() and the purges delete');
 SELECT is(sqltest.try_as_member('outbox_writer', 'CREATE TABLE workflow.mine (x int)'), '42501', 'writer: cannot CREATE in workflow');
 
 -- dispatcher -------------------------------------------------------------------
