@@ -67,3 +67,23 @@ TEST_CASE("rabbitmq cannot carry an address beyond Latin-1, the other profiles c
     CHECK_FALSE(carry_problem(target_for("заказы", profile), profile));
   }
 }
+
+TEST_CASE("activemq cannot carry an address with a comma (a composite destination), the other profiles can",
+          "[amqp]") {
+  using outboxd::amqp::carry_problem;
+  for (const char* fine : {"orders", "orders.eu", "queue://orders", "topic://prices"}) {
+    INFO(fine);
+    CHECK_FALSE(carry_problem(target_for(fine, BrokerProfile::activemq), BrokerProfile::activemq));
+  }
+  for (const char* refused : {"orders,audit", ",", "orders,", "queue://a,topic://b", "topic://prices,queue://x"}) {
+    INFO(refused);
+    const auto why = carry_problem(target_for(refused, BrokerProfile::activemq), BrokerProfile::activemq);
+    REQUIRE(why);
+    CHECK(why->find("composite destination") != std::string::npos);
+    CHECK(why->find("without a comma") != std::string::npos);
+  }
+  for (const auto profile : {BrokerProfile::generic, BrokerProfile::artemis, BrokerProfile::rabbitmq,
+                             BrokerProfile::azure_servicebus}) {
+    CHECK_FALSE(carry_problem(target_for("orders,audit", profile), profile));
+  }
+}
