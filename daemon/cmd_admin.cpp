@@ -26,9 +26,11 @@ nlohmann::json to_json(const pg::DestinationStatus& s) {
   return j;
 }
 
+// The name whole (at most 256 characters): two names cut alike would read as one.
 void print_row(const std::string& name, const pg::DestinationStatus& s) {
   const std::string age = s.oldest_pending_age ? std::to_string(s.oldest_pending_age->count()) + " ms" : "-";
-  std::printf("%-32s %9lld %9lld %9lld %9lld %9lld %14s\n", name.c_str(), static_cast<long long>(s.pending),
+  std::printf("%-32s %9lld %9lld %9lld %9lld %9lld %14s\n", shown(name, core::kSafeTextMaxBytes).c_str(),
+              static_cast<long long>(s.pending),
               static_cast<long long>(s.due), static_cast<long long>(s.scheduled),
               static_cast<long long>(s.retrying), static_cast<long long>(s.parked), age.c_str());
 }
@@ -105,10 +107,10 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
       const auto& r = report.value();
       fired += r.rows;
       if (r.rows == 0) continue;
-      const std::string what = id.empty() ? "session " + target.session_id : id;
+      const std::string what = shown(id.empty() ? "session " + target.session_id : id, 200);
       spdlog::info("fire: {}: {} scheduled row{} due now", what, r.rows, r.rows == 1 ? "" : "s");
       std::cout << "fire: " << what << ": " << r.rows << " scheduled row" << (r.rows == 1 ? "" : "s")
-                << " due now (" << r.at << ", by database role " << r.by << ")\n";
+                << " due now (" << shown(r.at) << ", by database role " << shown(r.by, 128) << ")\n";
     }
     std::cout << "fire: " << fired << " scheduled row" << (fired == 1 ? "" : "s") << '\n';
     return fired == 0 ? kExitFailure : kExitOk;

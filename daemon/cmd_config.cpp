@@ -7,6 +7,7 @@
 #include "config/url.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
+#include "daemon/operator_text.hpp"
 #include "log/log.hpp"
 #include "pg/privileges.hpp"
 #include "pg/transport_security.hpp"
@@ -66,7 +67,7 @@ int cmd_check_config(const std::string& path) {
   const auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
   for (const auto& warning : security_warnings(*config)) std::cerr << "warning: " << warning << '\n';
-  std::cout << config::summary(*config) << '\n';
+  std::cout << shown(config::summary(*config), core::kSafeTextMaxBytes) << '\n';
   return kExitOk;
 }
 

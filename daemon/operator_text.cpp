@@ -22,19 +22,22 @@ std::string cut(const std::string& text, std::size_t width) {
 
 }  // namespace
 
+std::string shown(std::string_view text, std::size_t width) { return cut(core::safe_text(text), width); }
+
 std::string cell(const nlohmann::json& value, std::size_t width) {
   if (value.is_null()) return "-";
-  const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  return cut(core::safe_text(text), width);
+  return shown(value.is_string() ? value.get<std::string>() : value.dump(), width);
 }
 
+// The date before the 'T' (four digits or more), the time's first eight
+// characters after it; the fraction and the offset (+00:00) dropped.
 std::string when(const nlohmann::json& value) {
   if (!value.is_string()) return "-";
-  std::string text = core::safe_text(value.get<std::string>());
-  if (text.size() < 19) return text;
-  text = text.substr(0, 19);
-  text[10] = ' ';
-  return text + "Z";
+  const std::string text = value.get<std::string>();
+  const std::size_t t = text.find('T');
+  if (t == std::string::npos || text.size() < t + 9) return shown(text);
+  const char* era = text.ends_with(" BC") ? " BC" : "";
+  return shown(text.substr(0, t) + ' ' + text.substr(t + 1, 8) + 'Z' + era);
 }
 
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
@@ -56,16 +59,16 @@ void print_table(const std::vector<std::string>& header, const std::vector<std::
   for (const auto& row : rows) print(row);
 }
 
-void print_count(const char* noun, std::size_t shown, std::int64_t matched) {
+void print_count(const char* noun, std::size_t listed, std::int64_t matched) {
   std::cout << matched << ' ' << noun << (matched == 1 ? "" : "s");
-  const auto more = matched - static_cast<std::int64_t>(shown);
-  if (more > 0) std::cout << ", " << shown << " shown: " << more << " more (raise --limit to see them)";
+  const auto more = matched - static_cast<std::int64_t>(listed);
+  if (more > 0) std::cout << ", " << listed << " shown: " << more << " more (raise --limit to see them)";
   std::cout << '\n';
 }
 
 std::string id_list(const std::vector<std::string>& ids) {
   std::string out;
-  for (std::size_t i = 0; i < ids.size() && i < kListedIds; ++i) out += (i == 0 ? "" : ", ") + ids[i];
+  for (std::size_t i = 0; i < ids.size() && i < kListedIds; ++i) out += (i == 0 ? "" : ", ") + shown(ids[i], 200);
   if (ids.size() > kListedIds) out += " and " + std::to_string(ids.size() - kListedIds) + " more";
   return out;
 }

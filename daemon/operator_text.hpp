@@ -3,26 +3,35 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/safe_text.hpp"
+
 namespace outboxd::daemon {
 
-// A JSON value as one line of at most `width` characters: "-" for null or a
-// missing key, text with control characters and invalid UTF-8 made harmless
-// (rows hold what writers and brokers wrote), cut with "..." when too long.
+// Text from a row, a broker, the database or the config as one harmless line
+// of at most `width` bytes: control characters, line separators, bidirectional
+// overrides and invalid UTF-8 made harmless (core::safe_text), cut with "..."
+// when too long. Every command prints such text through this function alone.
+std::string shown(std::string_view text, std::size_t width = 40);
+// A JSON value as shown(): "-" for null or a missing key, a number or an object as its JSON text.
 std::string cell(const nlohmann::json& value, std::size_t width = 40);
-// "2026-12-01T13:20:05.123456+00:00" (TimeZone UTC) as "2026-12-01 13:20:05Z"; "-" for null.
+// A timestamptz as JSON gives it (TimeZone UTC) to the second, with its era:
+// "2026-12-01T13:20:05.123456+00:00" as "2026-12-01 13:20:05Z",
+// "4713-11-24T00:00:00+00:00 BC" as "4713-11-24 00:00:00Z BC"; a year past
+// 9999 keeps all its digits; "-" for null, "infinity" as it is.
 std::string when(const nlohmann::json& value);
 
 // Columns padded to their widest cell, two spaces apart; the last one is not padded.
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
 // "N rows", and when the limit cut them, how many more there are and the option that shows them.
-void print_count(const char* noun, std::size_t shown, std::int64_t matched);
+void print_count(const char* noun, std::size_t listed, std::int64_t matched);
 
-// At most ten ids, then "and N more": for log lines.
+// At most ten ids, each as shown(), then "and N more": for log lines and summaries.
 std::string id_list(const std::vector<std::string>& ids);
 
 // Parses every document of a listing.

@@ -38,6 +38,8 @@ Target target_for(std::string_view destination, config::BrokerProfile profile);
 // Why the profile's broker cannot carry `target`, or nothing. rabbitmq: an
 // address with a character beyond Latin-1 (U+00FF), on which RabbitMQ 3.x's
 // AMQP 1.0 plugin ends the whole connection instead of refusing the link.
+// activemq: an address with a comma, which ActiveMQ Classic splits into a
+// composite destination (a copy to each queue or topic named).
 std::optional<std::string> carry_problem(const Target& target, config::BrokerProfile profile);
 
 }  // namespace outboxd::amqp

@@ -1,4 +1,4 @@
-"""The operator's commands as the dispatcher-only role against PostgreSQL and RabbitMQ: parked, show, skip, requeue, timeline, replay."""
+"""The operator's commands as the dispatcher-only role against PostgreSQL and RabbitMQ: parked, show, skip, requeue, timeline, replay, status."""
 
 import getpass
 import json
@@ -181,3 +181,21 @@ def test_show_prints_a_hostile_body_harmlessly_and_timeline_is_bounded(workdir, 
     assert "4 rows, 2 shown: 2 more (raise --limit to see them)" in bounded and "evil-3" not in bounded, bounded
     gone = cli("timeline", "nobody", "-c", config, check=False)
     assert gone.returncode == 1 and "0 rows" in gone.stdout, gone
+
+
+def test_status_and_timeline_print_a_hostile_destination_harmlessly_and_a_time_with_its_era(workdir, database):
+    # Nothing is sent here: the commands only read PostgreSQL. U+202E turns the rest of a
+    # terminal line around, U+2028 breaks it (str.splitlines() too: the output is searched whole).
+    config = write_config(f"{workdir}/outboxd.yaml", database, types.SimpleNamespace(
+        url="amqp://127.0.0.1:1", profile="generic", user="", password=""))
+    hostile = "orders\u202esredro\u2028next"
+    with database.writer() as conn, conn.cursor() as cur:
+        enqueue(cur, hostile, "bidi-1", b"x", session_id="bidi", due_at="4713-11-24 00:00:00+00 BC")
+    for command in (("status",), ("timeline", "bidi")):
+        text = cli(*command, "-c", config).stdout
+        assert "\u202e" not in text and "\u2028" not in text, (command, repr(text))
+        assert "orders sredro next" in text, (command, repr(text))
+    timeline = cli("timeline", "bidi", "-c", config).stdout
+    assert " 4713-11-24 00:00:00Z BC " in timeline, repr(timeline)
+    report = json.loads(cli("status", "--json", "-c", config).stdout)
+    assert report["destinations"][hostile]["pending"] == 1, "--json gives names whole, JSON-escaped"

@@ -140,16 +140,24 @@ TEST_CASE("A 400 MB request body is refused without being read into memory", "[m
   constexpr std::size_t kBody = 400u << 20;
   send_all(fd, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: " +
                    std::to_string(kBody) + "\r\n\r\n");
+  // The body goes out while the server reads, and stops at its answer, as a
+  // client reading its socket does: the answer is then always there to read.
   const std::string chunk(64 << 10, 'x');
   std::size_t sent = 0;
-  while (sent < kBody && send_all(fd, chunk)) sent += chunk.size();
+  while (sent < kBody) {
+    pollfd p{fd, POLLIN | POLLOUT, 0};
+    if (::poll(&p, 1, 2000) <= 0 || (p.revents & POLLOUT) == 0 || (p.revents & POLLIN) != 0) break;
+    const ssize_t n = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
   const std::string response = read_until_close(fd, milliseconds(2000));
   ::close(fd);
-  INFO("sent " << sent << " bytes before the server closed");
+  INFO("sent " << sent << " bytes before the server answered");
   CHECK(status_kb("VmHWM") - peak_before < 4096);
   // The server answers and closes long before the body is through.
   CHECK(sent < kBody);
-  if (!response.empty()) CHECK(response.rfind("HTTP/1.1 405 ", 0) == 0);
+  CHECK(response.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0) == 0);
 }
 
 TEST_CASE("Only GET and HEAD are served", "[metrics][http][limits]") {

@@ -73,3 +73,34 @@ TEST_CASE("a claim reads small rows inline and larger ones afterwards, until the
     CHECK(one.value().immediate.budget_used);
   }
 }
+
+// The largest message is dispatch.max_message_bytes less kPropertiesMargin of
+// body and headers: a row at it is read whole, inline or afterwards, and a
+// row one byte over comes back unsendable, its reason naming both sizes.
+TEST_CASE("a row one byte over the largest message comes back unsendable with its size and the limit, one at it whole",
+          "[pg][store][bytes]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  const core::RowId at_limit = insert_sized(setup, "at-limit", 998);  // with "{}": 1000 bytes
+  const core::RowId over = insert_sized(setup, "over", 999);
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  core::ClaimBytes bytes;
+  bytes.max_message = kPropertiesMargin + 1000;
+  // Inline rows up to 1,000 bytes, or none: a larger one is read afterwards.
+  const auto budget = GENERATE(std::int64_t{1000000}, std::int64_t{4000});
+  bytes.budget = budget;
+  auto sets = store.claim(all_partitions(), 10, 0, {}, bytes);
+  REQUIRE(sets.ok());
+  const core::ClaimedSet& set = sets.value().immediate;
+  INFO("budget " << budget);
+  REQUIRE(ids_of(set) == std::vector<core::RowId>{at_limit, over});
+  CHECK_FALSE(set.rows[0].unsendable);
+  CHECK(set.rows[0].body.size() == 998);
+  REQUIRE(set.rows[1].unsendable);
+  CHECK(*set.rows[1].unsendable == "message too large: its body and headers take 1001 bytes, over the limit of " +
+                                       std::to_string(bytes.max_message) + " bytes (dispatch.max_message_bytes, less " +
+                                       std::to_string(kPropertiesMargin) + " for properties and framing); not sent");
+  CHECK(set.rows[1].body.empty());
+}

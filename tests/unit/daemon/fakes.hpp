@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 
 // The outbox as the statements see it: a table of rows, the leases, the
 // connection. Marks and failures are fenced as the SQL fences them: only rows
-// of partitions the instance still holds change.
+// of partitions whose lease the owner the statement names holds change.
 class FakeDatabase final : public Database, public RowStore, public LeaseStore {
  public:
   enum class Status { pending, dispatched, parked };
@@ -101,21 +101,18 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
       if (std::find(known.begin(), known.end(), id) != known.end()) continue;
       if (order && blocked.contains(*order)) continue;
       if (sets.immediate.read == static_cast<std::size_t>(limit)) break;
-      // Like the real claim, without its margin for properties: payload is body and headers.
-      const auto payload = static_cast<std::int64_t>(row.message.body.size() + row.message.headers_json.size());
-      const bool too_large = payload > bytes.max_message;
-      if (!too_large && read_bytes >= bytes.budget) {
+      // Payload is body and headers. Which rows are too large, and what their
+      // reason says, is the real claim's to decide (claim_bytes_test): here
+      // the test sets a row's `unsendable`, and it comes back without a body.
+      const bool unsendable = row.message.unsendable.has_value();
+      if (!unsendable && read_bytes >= bytes.budget) {
         sets.immediate.budget_used = true;
         break;
       }
       core::OutboxMessage message = row.message;
       message.attempts = attempts_of(id);
-      if (too_large) {
-        message.body.clear();
-        message.unsendable = "too large: " + std::to_string(payload) + " bytes";
-      } else {
-        read_bytes += payload;
-      }
+      if (unsendable) message.body.clear();
+      else read_bytes += static_cast<std::int64_t>(message.body.size() + message.headers_json.size());
       sets.immediate.rows.push_back(std::move(message));
       ++sets.immediate.read;
       sets.immediate.last_id = id;
@@ -124,24 +121,26 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return sets;
   }
   core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode,
-                                    std::string_view) override {
+                                    std::string_view owner) override {
     if (auto error = take(fail_mark)) return *error;
+    marks.push_back({ids, std::string(owner)});
     int changed = 0;
     for (const auto id : ids) {
       Row& row = table.at(id);
-      if (row.status != Status::pending || !holds(row.message.partition)) continue;
+      if (row.status != Status::pending || !leased_by(row.message.partition, owner)) continue;
       row.status = Status::dispatched;
       marked_at[id] = clock_.now();
       ++changed;
     }
     return changed;
   }
-  core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures, std::string_view) override {
+  core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures,
+                                    std::string_view owner) override {
     if (auto error = take(fail_failures)) return *error;
     int changed = 0;
     for (const auto& failure : failures) {
       Row& row = table.at(failure.id);
-      if (row.status != Status::pending || !holds(row.message.partition)) continue;
+      if (row.status != Status::pending || !leased_by(row.message.partition, owner)) continue;
       attempts[failure.id] = failure.attempts;
       row.last_error = failure.error;
       if (failure.park) row.status = Status::parked;
@@ -172,18 +171,29 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return std::vector<std::string>();
   }
 
-  // LeaseStore: grants `held` at every balance, those in `over_share` flagged so.
-  core::Result<std::vector<pg::Lease>> balance(std::string_view, std::chrono::milliseconds ttl) override {
+  // LeaseStore: grants `held` to the caller at every balance, those in
+  // `over_share` flagged so.
+  core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id,
+                                               std::chrono::milliseconds ttl) override {
     std::vector<pg::Lease> leases;
-    for (const int partition : held) leases.push_back({partition, 1, ttl, over_share.contains(partition)});
+    for (const int partition : held) {
+      owners[partition] = std::string(instance_id);
+      leases.push_back({partition, 1, ttl, over_share.contains(partition)});
+    }
     return leases;
   }
-  core::Status release(std::string_view, const std::vector<int>& partitions) override {
+  core::Status release(std::string_view instance_id, const std::vector<int>& partitions) override {
     for (const int partition : partitions) {
       std::erase(held, partition);
+      if (leased_by(partition, instance_id)) owners.erase(partition);
       released.push_back(partition);
     }
     return {};
+  }
+  // Another instance took `partition`: the next balance no longer grants it.
+  void take_over(int partition, std::string other) {
+    std::erase(held, partition);
+    owners[partition] = std::move(other);
   }
   core::Status release_all(std::string_view) override {
     released_all = true;
@@ -197,9 +207,16 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   std::map<core::RowId, Row> table;
   std::map<core::RowId, int> attempts;  // as recorded by record_failures
   std::map<core::RowId, core::SteadyTime> marked_at;
+  struct Mark {
+    std::vector<core::RowId> ids;
+    std::string owner;
+    friend bool operator==(const Mark&, const Mark&) = default;
+  };
+  std::vector<Mark> marks;  // each mark_dispatched() as the loop called it
   std::vector<std::chrono::milliseconds> purged_dispatched;  // keep_for of each purge()
   std::vector<std::chrono::milliseconds> purged_failed;      // keep_for of each purge_failed()
   std::vector<int> held{0};
+  std::map<int, std::string> owners;  // the lease table: each partition's holder
   std::set<int> over_share;
   std::vector<int> released;  // by release()
   bool armed = false;
@@ -215,7 +232,10 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
 
  private:
   static std::optional<core::Error> take(std::optional<core::Error>& failure) { return std::exchange(failure, {}); }
-  bool holds(int partition) const { return std::find(held.begin(), held.end(), partition) != held.end(); }
+  bool leased_by(int partition, std::string_view owner) const {
+    const auto it = owners.find(partition);
+    return it != owners.end() && it->second == owner;
+  }
   int attempts_of(core::RowId id) const {
     const auto it = attempts.find(id);
     return it == attempts.end() ? 0 : it->second;

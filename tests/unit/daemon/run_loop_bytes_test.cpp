@@ -17,14 +17,18 @@ core::RowId insert_sized(FakeDatabase& database, std::optional<std::string> sess
 
 }  // namespace
 
-TEST_CASE("Run loop: a row over the largest message is parked at once with the sizes, never sent, and other "
-          "sessions flow", "[daemon][run_loop][bytes]") {
+// The claim finds a row too large and says why (claim_bytes_test holds the
+// real claim to its sizes and limit); the loop parks it with that reason.
+TEST_CASE("Run loop: a row the claim finds over the largest message is parked at once with the claim's reason, "
+          "never sent, and other sessions flow", "[daemon][run_loop][bytes]") {
   auto config = test_config();
   config.dispatch.max_message_bytes = 1000;
   LoopFixture f(config);
+  const std::string reason = "message too large: its body and headers take 2002 bytes";
   const auto big = insert_sized(f.database, "a", 2000);
+  f.database.table.at(big).message.unsendable = reason;
   const auto after_big = insert_sized(f.database, "a", 10);
-  const auto b1 = insert_sized(f.database, "b", 998);  // with its headers "{}": exactly the limit
+  const auto b1 = insert_sized(f.database, "b", 998);
   const auto b2 = insert_sized(f.database, "b", 10);
   REQUIRE(f.turn_until([&] {
     return f.database.status(big) == Status::parked && f.database.status(b2) == Status::dispatched;
@@ -34,17 +38,17 @@ TEST_CASE("Run loop: a row over the largest message is parked at once with the s
   CHECK(f.broker.times_sent(after_big) == 0);  // behind a parked row of its session
   CHECK(f.database.status(after_big) == Status::pending);
   CHECK(f.database.status(b1) == Status::dispatched);
-  CHECK(f.database.table.at(big).last_error.find("2002 bytes") != std::string::npos);
+  CHECK(f.database.table.at(big).last_error == reason);
+  CHECK(f.database.attempts.at(big) == 1);
   CHECK(f.loop.metrics().parked.value() == 1);
   CHECK(f.loop.metrics().unsendable.value() == 1);
   CHECK(f.stop() == 0);
 }
 
 TEST_CASE("Run loop: an oversize row alone is parked without waiting for another outcome", "[daemon][run_loop][bytes]") {
-  auto config = test_config();
-  config.dispatch.max_message_bytes = 1000;
-  LoopFixture f(config);
+  LoopFixture f;
   const auto big = insert_sized(f.database, std::nullopt, 5000);
+  f.database.table.at(big).message.unsendable = "message too large";
   REQUIRE(f.turn_until([&] { return f.database.status(big) == Status::parked; }));
   CHECK(f.broker.sent.empty());
 }

@@ -34,14 +34,19 @@ TEST_CASE("Run loop: claimed rows are published, accepted and marked dispatched"
 
 TEST_CASE("Run loop: the purge keeps dispatched rows keep_for (mode keep) and cancelled rows failed_keep_for",
           "[daemon][run_loop]") {
+  using std::chrono::hours;
+  using Kept = std::vector<std::chrono::milliseconds>;
   auto config = test_config();
-  config.retention.mode = config::RetentionMode::delete_rows;
-  config.retention.keep_for = std::chrono::hours(48);
-  config.retention.failed_keep_for = std::chrono::hours(2);
+  config.retention.keep_for = hours(48);
+  config.retention.failed_keep_for = hours(2);
+  // Mode delete deletes a row as it is marked: a dispatched row left over is purged at once.
+  const auto [mode, dispatched_kept] = GENERATE(table<config::RetentionMode, Kept>(
+      {{config::RetentionMode::keep, Kept{hours(48)}}, {config::RetentionMode::delete_rows, Kept{0ms}}}));
+  config.retention.mode = mode;
   LoopFixture f(config);
   REQUIRE(f.turn_until([&] { return !f.database.purged_failed.empty(); }));
-  CHECK(f.database.purged_dispatched == std::vector<std::chrono::milliseconds>{0ms});  // delete: none kept
-  CHECK(f.database.purged_failed == std::vector<std::chrono::milliseconds>{std::chrono::hours(2)});
+  CHECK(f.database.purged_dispatched == dispatched_kept);
+  CHECK(f.database.purged_failed == Kept{hours(2)});
   CHECK(f.stop() == 0);
 }
 
@@ -140,13 +145,16 @@ TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its mark
   for (int i = 0; i < 4; ++i) f.database.insert();
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
   f.broker.hold = false;
-  f.database.held.clear();  // another instance took the partition
+  f.database.take_over(0, "other-instance");
   REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 0; }));
   f.broker.answer_held(DeliveryOutcome::accepted);
   REQUIRE(f.turn_until([&] { return f.loop.metrics().accepted.value() == 2; }));
   f.loop.iterate();
   CHECK(f.broker.sent.size() == 2);  // the two buffered rows were never published
-  CHECK(f.all(Status::pending));     // the marks were fenced: the next owner publishes them again
+  // The loop marked its two rows as the owner it is; the statement's fence,
+  // keyed on that owner, left them to the partition's new owner.
+  CHECK(f.database.marks == std::vector<FakeDatabase::Mark>{{{1, 2}, "test-instance"}});
+  CHECK(f.all(Status::pending));
   CHECK(f.loop.metrics().buffered.value() == 0);
   f.database.held = {0};  // the partition comes back: every row goes out again, none is lost
   REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
