@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, rabbitmqctl, unique, wait_parked, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, rabbitmq_has_queue, unique, wait_parked, wait_until, write_config
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_a_row_whose_destination_the_dba_no_longer_allows_parks_and_creates_no_q
         consumer.close()
         assert daemon.stop() == 0, daemon.log()
     assert parked == [(1, f'destination "{rogue}" is not in settings.allowed_destinations; not sent')]
-    assert rogue not in rabbitmqctl("list_queues", "name", "--quiet"), "no queue was declared for the refused name"
+    assert not rabbitmq_has_queue(rogue), "no queue was declared for the refused name"
 
 MIB = 1 << 20
 BODY = 50_000_000  # bytes per row

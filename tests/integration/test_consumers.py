@@ -3,7 +3,7 @@
 import os
 import time
 
-from harness import Broker, Daemon, enqueue, rabbitmqctl, run_cli, unique, wait_until, write_config
+from harness import Broker, Daemon, enqueue, rabbitmq_has_queue, rabbitmqctl, run_cli, unique, wait_until, write_config
 
 
 def declare_single_active_consumer_queue(workdir, name):
@@ -14,7 +14,7 @@ def declare_single_active_consumer_queue(workdir, name):
         f.write('{"queues": [{"name": "%s", "vhost": "/", "durable": true, "auto_delete": false, '
                 '"arguments": {"x-single-active-consumer": true}}]}' % name)
     rabbitmqctl("import_definitions", path)
-    wait_until(lambda: name in rabbitmqctl("list_queues", "name", "--quiet"), timeout=30, what=f"queue {name}")
+    wait_until(lambda: rabbitmq_has_queue(name), timeout=30, what=f"queue {name}")
 
 
 def receive(receiver, count, timeout):

@@ -42,6 +42,14 @@ def rabbitmqctl(*args):
                           env=dict(os.environ, OUTBOXD_SCRATCH=require_env("OUTBOXD_SCRATCH"))).stdout
 
 
+def rabbitmq_has_queue(name):
+    """Whether RabbitMQ's vhost / has queue `name`. Looked up by name, not listed: a listing fails whole
+    once any queue's name is not UTF-8 (RabbitMQ 3.x stores an AMQP 1.0 address with an é in Latin-1)."""
+    codes = ",".join(str(byte) for byte in name.encode())
+    lookup = f'rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, list_to_binary([{codes}])))'
+    return rabbitmqctl("eval", f"element(1, {lookup}).").strip() == "ok"
+
+
 def unique(prefix):
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
