@@ -78,7 +78,11 @@ class RunLoop {
   void note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events);
   void count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after);
   bool decisions_due() const;
-  std::optional<std::size_t> write_decisions();
+  struct Written {
+    std::size_t marked = 0;     // rows the marks changed
+    std::size_t unchanged = 0;  // marks and failures the statements left alone
+  };
+  std::optional<Written> write_decisions();
   void count_failure(const dispatch::FailureWrite& failure);
   void release_drained();
   void after_claim(const dispatch::RowBook::Claimed& claimed);

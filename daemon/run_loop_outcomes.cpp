@@ -68,34 +68,37 @@ bool RunLoop::decisions_due() const {
 void RunLoop::persist_decisions() {
   if (!decisions_due()) return;
   const auto started = clock_.now();
-  const auto unchanged = write_decisions();
-  if (!unchanged) return;
-  if (*unchanged > 0) {
+  const auto written = write_decisions();
+  if (!written) return;
+  if (written->unchanged > 0) {
     spdlog::warn("{} outcome{} not recorded: lease lost meanwhile (the next owner publishes again) or row no "
-                 "longer pending", *unchanged, *unchanged == 1 ? "" : "s");
+                 "longer pending", written->unchanged, written->unchanged == 1 ? "" : "s");
   }
   const auto& writes = book_.pending_writes();
   for (const auto& failure : writes.failures) count_failure(failure);
-  totals_.dispatched += writes.dispatched.size();
-  metrics_.dispatched.inc(writes.dispatched.size());
+  // Only what the marks changed: a fenced-off row is the next owner's to dispatch.
+  totals_.dispatched += written->marked;
+  metrics_.dispatched.inc(written->marked);
   metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   book_.on_persisted();
   writes_since_.reset();
 }
 
-// The marks, then the failures. Returns how many rows the statements left
-// alone: fenced off (the lease was lost meanwhile; the next owner publishes
-// them again) or no longer pending; nothing when a statement failed.
-std::optional<std::size_t> RunLoop::write_decisions() {
+// The marks, then the failures. Returns how many rows the marks changed and
+// how many rows the statements left alone: fenced off (the lease was lost
+// meanwhile; the next owner publishes them again) or no longer pending;
+// nothing when a statement failed.
+std::optional<RunLoop::Written> RunLoop::write_decisions() {
   const auto& writes = book_.pending_writes();
-  std::size_t unchanged = 0;
+  Written written;
   if (!writes.dispatched.empty()) {
     auto marked = db_.rows().mark_dispatched(writes.dispatched, config_.retention.mode, instance_id_);
     if (!marked) {
       fail_database(marked.error());
       return std::nullopt;
     }
-    unchanged += writes.dispatched.size() - static_cast<std::size_t>(marked.value());
+    written.marked = static_cast<std::size_t>(marked.value());
+    written.unchanged += writes.dispatched.size() - written.marked;
   }
   if (!writes.failures.empty()) {
     std::vector<pg::FailureRecord> records;
@@ -108,9 +111,9 @@ std::optional<std::size_t> RunLoop::write_decisions() {
       fail_database(recorded.error());
       return std::nullopt;
     }
-    unchanged += records.size() - static_cast<std::size_t>(recorded.value());
+    written.unchanged += records.size() - static_cast<std::size_t>(recorded.value());
   }
-  return unchanged;
+  return written;
 }
 
 void RunLoop::count_failure(const dispatch::FailureWrite& failure) {

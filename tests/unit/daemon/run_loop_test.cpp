@@ -156,9 +156,11 @@ TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its mark
   CHECK(f.database.marks == std::vector<FakeDatabase::Mark>{{{1, 2}, "test-instance"}});
   CHECK(f.all(Status::pending));
   CHECK(f.loop.metrics().buffered.value() == 0);
+  CHECK(f.loop.metrics().dispatched.value() == 0);  // accepted, but not marked: not dispatched
   f.database.held = {0};  // the partition comes back: every row goes out again, none is lost
   REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
   for (const auto& [id, row] : f.database.table) CHECK(f.broker.times_sent(id) == (id <= 2 ? 2 : 1));
+  CHECK(f.loop.metrics().dispatched.value() == 4);
   CHECK(f.stop() == 0);
 }
 
