@@ -39,7 +39,10 @@ core::Status DatabaseSession::listen() {
   direct.target = database.listen_target;
   direct.pooler = config::Pooler::none;
   auto listener = pg::Connection::open(direct, "outboxd " + instance_id_ + " listen");
-  if (!listener) return core::Error{listener.error().kind, "database.listen_url: " + listener.error().message};
+  if (!listener) {
+    login_refused_ = listener.error().kind == core::ErrorKind::fatal;
+    return core::Error{listener.error().kind, "database.listen_url: " + listener.error().message};
+  }
   listener_.emplace(std::move(listener).value());
   if (auto listening = listener_->listen(store_->channel()); !listening) {
     return core::Error{listening.error().kind, "listening for wake-ups: " + listening.error().message};
@@ -68,6 +71,7 @@ core::Status DatabaseSession::check_schema_version() {
 core::Status DatabaseSession::ensure_connected() {
   if (state_ == SessionState::up || clock_.now() < retry_at_) return {};
   auto connection = open_connection();
+  login_refused_ = !connection && connection.error().kind == core::ErrorKind::fatal;
   core::Status ready = connection ? core::Status{} : core::Status{connection.error()};
   if (ready.ok()) {
     connection_.emplace(std::move(connection).value());

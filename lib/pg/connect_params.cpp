@@ -6,8 +6,8 @@
 namespace outboxd::pg {
 namespace {
 
-long long whole_seconds_up(std::chrono::milliseconds duration) {
-  return std::max<long long>(1, (duration.count() + 999) / 1000);
+std::chrono::seconds whole_seconds_up(std::chrono::milliseconds duration) {
+  return std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(duration));
 }
 
 }  // namespace
@@ -47,7 +47,8 @@ core::Result<ConnectParams> connect_params(const config::DatabaseConfig& config,
     if (key != "options" || !merge_options) add(key, value);
   }
   add("application_name", application_name);
-  add("connect_timeout", std::to_string(whole_seconds_up(config.connect_timeout)));
+  params.connect_timeout = whole_seconds_up(config.connect_timeout);
+  add("connect_timeout", std::to_string(params.connect_timeout.count()));
   // A pooler refuses `options` in the startup packet (PgBouncer: "unsupported
   // startup parameter") or drops it; Connection applies the settings itself.
   if (merge_options) {

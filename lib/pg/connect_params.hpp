@@ -1,6 +1,7 @@
-// The keyword/value list handed to PQconnectdbParams (internal to lib/pg, tested on its own).
+// The keyword/value list handed to PQconnectStartParams (internal to lib/pg, tested on its own).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,9 @@ struct ConnectParams {
   // In order: the keywords of database.url (as the config parsed it) come
   // first, so that the ones after them take precedence.
   std::vector<std::pair<std::string, std::string>> keywords;
+  // Bounds the whole attempt (Connection drives it), in whole seconds like
+  // the connect_timeout keyword libpq is given.
+  std::chrono::seconds connect_timeout{0};
 };
 
 // Name and value of each setting the daemon's statements run with:

@@ -2,10 +2,13 @@
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <map>
 
 #include "config/url.hpp"
+#include "pg/connect_failure.hpp"
 #include "pg/connect_params.hpp"
 #include "pg/text_codec.hpp"
 
@@ -22,6 +25,7 @@ struct Connection::State {
   // Withheld from connection errors: libpq quotes the host name, which a
   // password can equal.
   std::vector<std::string> secrets;
+  std::chrono::seconds connect_timeout{0};
   config::Pooler pooler = config::Pooler::none;
   std::string settings_sql;  // set_config() of daemon_settings(), see apply_session_settings()
   Params settings;
@@ -121,6 +125,55 @@ std::string set_config_sql(std::size_t count, bool local) {
   return sql;
 }
 
+// Drives an attempt begun by PQconnectStartParams or PQresetStart to its end.
+// Not libpq's blocking calls: the verbosity that puts the server's SQLSTATE in
+// the error message must be set between the start and the server's answer.
+// `timeout` bounds the whole attempt, every host of the URL included (libpq's
+// own loop gives each host connect_timeout afresh).
+bool finish_connecting(PGconn* conn, std::chrono::seconds timeout, bool& timed_out) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  timed_out = false;
+  for (PostgresPollingStatusType status = PGRES_POLLING_WRITING;; status = PQconnectPoll(conn)) {
+    if (status == PGRES_POLLING_OK) return true;
+    if (status == PGRES_POLLING_FAILED) return false;
+    pollfd ready{PQsocket(conn), static_cast<short>(status == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
+    int polled = 0;
+    do {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      polled = ::poll(&ready, 1, static_cast<int>(left.count()));
+    } while (polled < 0 && errno == EINTR);
+    if (polled <= 0) {
+      timed_out = true;
+      return false;
+    }
+  }
+}
+
+// Verbosity on, then the attempt to its end; the error, classified by the
+// server's SQLSTATE, when it failed. `doing` starts the message.
+std::optional<core::Error> complete_connection(PGconn* conn, std::chrono::seconds timeout, std::string_view doing,
+                                               const std::vector<std::string>& secrets) {
+  PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+  bool timed_out = false;
+  const bool connected = PQstatus(conn) != CONNECTION_BAD && finish_connecting(conn, timeout, timed_out);
+  // Statement errors are read field by field (describe()); back to libpq's default for any other text.
+  PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+  if (connected) return std::nullopt;
+  if (timed_out) {
+    return core::transient_error(std::string(doing) + ": no answer within connect_timeout (" +
+                                 std::to_string(timeout.count()) + " s)");
+  }
+  const ConnectFailure failure = read_connect_failure(PQerrorMessage(conn), PQconnectionNeedsPassword(conn) == 1);
+  std::string message(doing);
+  message += ": ";
+  if (!failure.sqlstate.empty()) message += "[" + failure.sqlstate + "] ";
+  message += config::withhold(one_line(failure.text), secrets);
+  if (PQconnectionNeedsPassword(conn) == 1) message += " (set database.password or database.password_file)";
+  return core::Error{failure.kind, std::move(message)};
+}
+
 }  // namespace
 
 Connection::Connection(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -142,12 +195,13 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
 
   auto state = std::make_unique<State>();
   state->secrets = config::database_secrets(config);
+  state->connect_timeout = params.value().connect_timeout;
   // expand_dbname 0: the config parsed database.url, dbname is just a name.
-  state->conn = PQconnectdbParams(keys.data(), values.data(), 0);
+  state->conn = PQconnectStartParams(keys.data(), values.data(), 0);
   if (state->conn == nullptr) return core::transient_error("cannot connect to PostgreSQL: out of memory");
-  if (PQstatus(state->conn) != CONNECTION_OK) {
-    const std::string reason = config::withhold(one_line(PQerrorMessage(state->conn)), state->secrets);
-    return core::Error{classify_connect_failure(reason), "cannot connect to PostgreSQL: " + reason};
+  if (auto failed = complete_connection(state->conn, state->connect_timeout, "cannot connect to PostgreSQL",
+                                        state->secrets)) {
+    return *failed;
   }
   // Notices (e.g. "already exists, skipping") would otherwise go to stderr
   // past the daemon's logger.
@@ -184,15 +238,16 @@ const Failure& Connection::last_failure() const { return state_->last_failure; }
 int Connection::socket() const { return ok() ? PQsocket(state_->conn) : -1; }
 
 core::Status Connection::reset() {
-  PQreset(state_->conn);
+  PQresetStart(state_->conn);  // when it fails the status is CONNECTION_BAD, and complete_connection() says why
   for (auto& [name, statement] : state_->statements) {
     statement.prepared = false;
     statement.deallocate = false;
   }
-  if (PQstatus(state_->conn) != CONNECTION_OK) {
-    const std::string reason = config::withhold(one_line(PQerrorMessage(state_->conn)), state_->secrets);
-    state_->last_failure = make_failure("", "cannot reconnect to PostgreSQL: " + reason, true, false);
-    state_->last_failure.kind = classify_connect_failure(reason);
+  auto failed = complete_connection(state_->conn, state_->connect_timeout, "cannot reconnect to PostgreSQL",
+                                    state_->secrets);
+  if (failed) {
+    state_->last_failure = make_failure("", failed->message, true, false);
+    state_->last_failure.kind = failed->kind;
     return state_->last_failure.to_error();
   }
   if (auto applied = apply_session_settings(); !applied) return applied;
