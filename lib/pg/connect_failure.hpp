@@ -1,10 +1,15 @@
-// A failed connection attempt read by its SQLSTATE, whatever language the server speaks.
+// A connection attempt driven to its end; its failure read by SQLSTATE, whatever language the server speaks.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.hpp"
+
+struct pg_conn;  // libpq's PGconn
 
 namespace outboxd::pg {
 
@@ -22,5 +27,11 @@ struct ConnectFailure {
 // `password_missing` is PQconnectionNeedsPassword: the server asked for a
 // password and the config has none.
 ConnectFailure read_connect_failure(std::string_view verbose, bool password_missing);
+
+// Takes an attempt begun by PQconnectStartParams or PQresetStart to its end
+// within `timeout`; nullopt once connected, else the error, classified by the
+// server's SQLSTATE, its message starting with `doing` and without `secrets`.
+std::optional<core::Error> complete_connection(pg_conn* conn, std::chrono::seconds timeout, std::string_view doing,
+                                               const std::vector<std::string>& secrets);
 
 }  // namespace outboxd::pg

@@ -2,9 +2,7 @@
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
-#include <poll.h>
 
-#include <cerrno>
 #include <map>
 
 #include "config/url.hpp"
@@ -42,22 +40,6 @@ struct Connection::State {
 };
 
 namespace {
-
-// libpq's messages span lines with tab indents; logs want one line.
-std::string one_line(std::string_view text) {
-  std::string out;
-  bool space = false;
-  for (const char c : text) {
-    if (c == '\n' || c == '\t' || c == '\r' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out.push_back(' ');
-    space = false;
-    out.push_back(c);
-  }
-  return out;
-}
 
 // 1-based character position (as PostgreSQL reports it) to a 1-based line.
 int line_of(std::string_view sql, long position) {
@@ -123,55 +105,6 @@ std::string set_config_sql(std::size_t count, bool local) {
            (local ? "true" : "false") + ")";
   }
   return sql;
-}
-
-// Drives an attempt begun by PQconnectStartParams or PQresetStart to its end.
-// Not libpq's blocking calls: the verbosity that puts the server's SQLSTATE in
-// the error message must be set between the start and the server's answer.
-// `timeout` bounds the whole attempt, every host of the URL included (libpq's
-// own loop gives each host connect_timeout afresh).
-bool finish_connecting(PGconn* conn, std::chrono::seconds timeout, bool& timed_out) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
-  timed_out = false;
-  for (PostgresPollingStatusType status = PGRES_POLLING_WRITING;; status = PQconnectPoll(conn)) {
-    if (status == PGRES_POLLING_OK) return true;
-    if (status == PGRES_POLLING_FAILED) return false;
-    pollfd ready{PQsocket(conn), static_cast<short>(status == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
-    int polled = 0;
-    do {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) break;
-      polled = ::poll(&ready, 1, static_cast<int>(left.count()));
-    } while (polled < 0 && errno == EINTR);
-    if (polled <= 0) {
-      timed_out = true;
-      return false;
-    }
-  }
-}
-
-// Verbosity on, then the attempt to its end; the error, classified by the
-// server's SQLSTATE, when it failed. `doing` starts the message.
-std::optional<core::Error> complete_connection(PGconn* conn, std::chrono::seconds timeout, std::string_view doing,
-                                               const std::vector<std::string>& secrets) {
-  PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
-  bool timed_out = false;
-  const bool connected = PQstatus(conn) != CONNECTION_BAD && finish_connecting(conn, timeout, timed_out);
-  // Statement errors are read field by field (describe()); back to libpq's default for any other text.
-  PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
-  if (connected) return std::nullopt;
-  if (timed_out) {
-    return core::transient_error(std::string(doing) + ": no answer within connect_timeout (" +
-                                 std::to_string(timeout.count()) + " s)");
-  }
-  const ConnectFailure failure = read_connect_failure(PQerrorMessage(conn), PQconnectionNeedsPassword(conn) == 1);
-  std::string message(doing);
-  message += ": ";
-  if (!failure.sqlstate.empty()) message += "[" + failure.sqlstate + "] ";
-  message += config::withhold(one_line(failure.text), secrets);
-  if (PQconnectionNeedsPassword(conn) == 1) message += " (set database.password or database.password_file)";
-  return core::Error{failure.kind, std::move(message)};
 }
 
 }  // namespace
@@ -337,6 +270,14 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
                            false, statement.sql);
   if (!prepared) {
     state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
+    // This session never prepared it: another client did, on the server
+    // session a transaction pooler lent us.
+    if (state_->last_failure.sqlstate == "42P05") {
+      state_->last_failure.message +=
+          "; a pooler in transaction mode (PgBouncer pool_mode = transaction) shares server sessions between "
+          "clients, so prepared statements and LISTEN cannot work: set `database.pooler: transaction` (and "
+          "`database.listen_url` straight to PostgreSQL for NOTIFY wake-ups)";
+    }
     return state_->last_failure.to_error();
   }
   statement.prepared = !unnamed();

@@ -215,3 +215,17 @@ def test_session_pooler_dispatches_and_wakes_on_notify(workdir, database, rabbit
         consumer.close()
         assert_clean(daemon)
     assert [m.body for m in received] == [str(i).encode() for i in range(20)]
+
+
+
+def test_a_pooler_without_the_setting_is_named(workdir, database, rabbitmq):
+    # PgBouncer refuses the startup options that outboxd sends straight to PostgreSQL.
+    migrate(workdir, database, rabbitmq)
+    config = write_config(f"{workdir}/unset.yaml", database, rabbitmq,
+                          database={"url": pooler_url(database.url, "transaction")})
+    daemon = Daemon(config).start()
+    try:
+        wait_until(lambda: "database unavailable" in daemon.log(), timeout=15, what="the failed connection")
+    finally:
+        daemon.stop()
+    assert "set `database.pooler: transaction` or `session`" in daemon.log(), daemon.log()
