@@ -54,12 +54,19 @@ core::Status DatabaseSession::listen() {
 // later migration, with PostgreSQL's "does not exist"; this says what to do. It
 // ends the run (exit 1): a restart after `outboxd migrate` succeeds. A schema
 // without schema_migrations was installed by another tool (psql), which keeps
-// its own record: nothing to compare.
+// its own record: nothing to compare, unless it has no outbox at all.
 core::Status DatabaseSession::check_schema_version() {
   auto applied = pg::applied_version(*connection_, config_.outbox.schema);
   if (!applied) return applied.error();
   const int needed = pg::migrations().back().version;
-  if (!applied.value()) return {};
+  if (!applied.value()) {
+    auto installed = pg::outbox_installed(*connection_, config_.outbox.schema);
+    if (!installed) return installed.error();
+    if (installed.value()) return {};
+    return core::Error{core::ErrorKind::fatal,
+                       "schema " + config_.outbox.schema + " has no outbox tables in this database: run `outboxd "
+                       "migrate` (as the schema's owner) before `outboxd run`, or check database.url and outbox.schema"};
+  }
   const int found = *applied.value();
   if (found >= needed) return {};
   return core::Error{core::ErrorKind::fatal,
