@@ -24,7 +24,30 @@ DatabaseSession::DatabaseSession(const config::Config& config, std::string insta
 }
 
 bool DatabaseSession::notifications() const {
+  if (listen_lost_) return false;
   return config_.database.pooler != config::Pooler::transaction || !config_.database.listen_url.empty();
+}
+
+// A LISTEN stays on the server session that ran it. Behind a pooler in
+// transaction mode that session is another client's between our
+// transactions, and no NOTIFY would ever wake the daemon: a NOTIFY sent from a
+// session of its own must come back on ours, or the daemon polls instead.
+core::Status DatabaseSession::check_listen() {
+  auto sender = open_connection();
+  if (!sender) return sender.error();
+  auto sent = sender.value().exec_params("SELECT pg_catalog.pg_notify($1, '')", {store_->channel()});
+  if (!sent) return sent.error();
+  auto arrived = connection_->wait_for_notification(kListenCheck);
+  if (!arrived) return arrived.error();
+  if (!arrived.value() && !listen_lost_) {
+    spdlog::error("a NOTIFY sent to channel {} did not reach this session within {} ms: its LISTEN did not stay "
+                  "(a pooler in transaction mode, e.g. PgBouncer pool_mode = transaction, hands the server session "
+                  "to other clients); set `database.pooler: transaction` (with `database.listen_url` straight to "
+                  "PostgreSQL for wake-ups). Until then new rows are found by polling every {} ms",
+                  store_->channel(), kListenCheck.count(), config_.dispatch.poll_interval.count());
+  }
+  listen_lost_ = !arrived.value();
+  return {};
 }
 
 // A transaction pooler hands each transaction to any server session, and a
@@ -32,7 +55,10 @@ bool DatabaseSession::notifications() const {
 // connection of their own, or not at all.
 core::Status DatabaseSession::listen() {
   const config::DatabaseConfig& database = config_.database;
-  if (database.pooler != config::Pooler::transaction) return store_->listen();
+  if (database.pooler != config::Pooler::transaction) {
+    if (auto listening = store_->listen(); !listening) return listening;
+    return check_listen();
+  }
   if (database.listen_url.empty()) return {};
   config::DatabaseConfig direct = database;
   direct.url = database.listen_url;

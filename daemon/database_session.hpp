@@ -109,8 +109,12 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   int failures_ = 0;
   bool fresh_ = false;
   bool login_refused_ = false;
+  bool listen_lost_ = false;  // check_listen() saw no NOTIFY come back: poll
+  // Ample for a NOTIFY between two sessions of one server; paid only when it never comes.
+  static constexpr std::chrono::milliseconds kListenCheck{2000};
   core::SteadyTime retry_at_{};
   core::Status listen();
+  core::Status check_listen();
   core::Status check_schema_version();
   pg::Connection& notified_on();
 

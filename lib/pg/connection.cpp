@@ -2,6 +2,7 @@
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <map>
 
@@ -428,6 +429,18 @@ core::Result<bool> Connection::consume_input_and_notifications() {
     PQfreemem(notification);
   }
   return notified;
+}
+
+core::Result<bool> Connection::wait_for_notification(std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    auto notified = consume_input_and_notifications();
+    if (!notified || notified.value()) return notified;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd readable{socket(), POLLIN, 0};
+    ::poll(&readable, 1, static_cast<int>(left.count()));  // EINTR or not: read what came, look at the time
+  }
 }
 
 }  // namespace outboxd::pg
