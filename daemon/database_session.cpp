@@ -24,7 +24,30 @@ DatabaseSession::DatabaseSession(const config::Config& config, std::string insta
 }
 
 bool DatabaseSession::notifications() const {
+  if (listen_lost_) return false;
   return config_.database.pooler != config::Pooler::transaction || !config_.database.listen_url.empty();
+}
+
+// A LISTEN stays on the server session that ran it. Behind a pooler in
+// transaction mode that session is another client's between our
+// transactions, and no NOTIFY would ever wake the daemon: a NOTIFY sent from a
+// session of its own must come back on ours, or the daemon polls instead.
+core::Status DatabaseSession::check_listen() {
+  auto sender = open_connection();
+  if (!sender) return sender.error();
+  auto sent = sender.value().exec_params("SELECT pg_catalog.pg_notify($1, '')", {store_->channel()});
+  if (!sent) return sent.error();
+  auto arrived = connection_->wait_for_notification(kListenCheck);
+  if (!arrived) return arrived.error();
+  if (!arrived.value() && !listen_lost_) {
+    spdlog::error("a NOTIFY sent to channel {} did not reach this session within {} ms: its LISTEN did not stay "
+                  "(a pooler in transaction mode, e.g. PgBouncer pool_mode = transaction, hands the server session "
+                  "to other clients); set `database.pooler: transaction` (with `database.listen_url` straight to "
+                  "PostgreSQL for wake-ups). Until then new rows are found by polling every {} ms",
+                  store_->channel(), kListenCheck.count(), config_.dispatch.poll_interval.count());
+  }
+  listen_lost_ = !arrived.value();
+  return {};
 }
 
 // A transaction pooler hands each transaction to any server session, and a
@@ -32,14 +55,20 @@ bool DatabaseSession::notifications() const {
 // connection of their own, or not at all.
 core::Status DatabaseSession::listen() {
   const config::DatabaseConfig& database = config_.database;
-  if (database.pooler != config::Pooler::transaction) return store_->listen();
+  if (database.pooler != config::Pooler::transaction) {
+    if (auto listening = store_->listen(); !listening) return listening;
+    return check_listen();
+  }
   if (database.listen_url.empty()) return {};
   config::DatabaseConfig direct = database;
   direct.url = database.listen_url;
   direct.target = database.listen_target;
   direct.pooler = config::Pooler::none;
   auto listener = pg::Connection::open(direct, "outboxd " + instance_id_ + " listen");
-  if (!listener) return core::Error{listener.error().kind, "database.listen_url: " + listener.error().message};
+  if (!listener) {
+    login_refused_ = listener.error().kind == core::ErrorKind::fatal;
+    return core::Error{listener.error().kind, "database.listen_url: " + listener.error().message};
+  }
   listener_.emplace(std::move(listener).value());
   if (auto listening = listener_->listen(store_->channel()); !listening) {
     return core::Error{listening.error().kind, "listening for wake-ups: " + listening.error().message};
@@ -51,12 +80,19 @@ core::Status DatabaseSession::listen() {
 // later migration, with PostgreSQL's "does not exist"; this says what to do. It
 // ends the run (exit 1): a restart after `outboxd migrate` succeeds. A schema
 // without schema_migrations was installed by another tool (psql), which keeps
-// its own record: nothing to compare.
+// its own record: nothing to compare, unless it has no outbox at all.
 core::Status DatabaseSession::check_schema_version() {
   auto applied = pg::applied_version(*connection_, config_.outbox.schema);
   if (!applied) return applied.error();
   const int needed = pg::migrations().back().version;
-  if (!applied.value()) return {};
+  if (!applied.value()) {
+    auto installed = pg::outbox_installed(*connection_, config_.outbox.schema);
+    if (!installed) return installed.error();
+    if (installed.value()) return {};
+    return core::Error{core::ErrorKind::fatal,
+                       "schema " + config_.outbox.schema + " has no outbox tables in this database: run `outboxd "
+                       "migrate` (as the schema's owner) before `outboxd run`, or check database.url and outbox.schema"};
+  }
   const int found = *applied.value();
   if (found >= needed) return {};
   return core::Error{core::ErrorKind::fatal,
@@ -68,6 +104,7 @@ core::Status DatabaseSession::check_schema_version() {
 core::Status DatabaseSession::ensure_connected() {
   if (state_ == SessionState::up || clock_.now() < retry_at_) return {};
   auto connection = open_connection();
+  login_refused_ = !connection && connection.error().kind == core::ErrorKind::fatal;
   core::Status ready = connection ? core::Status{} : core::Status{connection.error()};
   if (ready.ok()) {
     connection_.emplace(std::move(connection).value());

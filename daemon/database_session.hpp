@@ -37,6 +37,7 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   // For a statement refused for a missing privilege (ErrorKind::forbidden):
   // what to grant, asked of the refused session, so call it before lost().
   std::string privilege_fix() override;
+  bool login_refused() const override { return login_refused_; }
 
   bool up() const override { return state_ == SessionState::up; }
   bool just_connected() override;  // true once after each successful (re)connect
@@ -107,8 +108,13 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   SessionState state_ = SessionState::down;
   int failures_ = 0;
   bool fresh_ = false;
+  bool login_refused_ = false;
+  bool listen_lost_ = false;  // check_listen() saw no NOTIFY come back: poll
+  // Ample for a NOTIFY between two sessions of one server; paid only when it never comes.
+  static constexpr std::chrono::milliseconds kListenCheck{2000};
   core::SteadyTime retry_at_{};
   core::Status listen();
+  core::Status check_listen();
   core::Status check_schema_version();
   pg::Connection& notified_on();
 

@@ -64,6 +64,9 @@ class Database {
   virtual void lost(const core::Error& error) = 0;  // a statement failed: down until the next attempt
   // After a statement refused for a missing privilege, before lost(): the GRANT that fixes it.
   virtual std::string privilege_fix() = 0;
+  // Whether the fatal error came from PostgreSQL refusing the login itself
+  // (credentials, database name, pg_hba.conf, CONNECT): a configuration error.
+  virtual bool login_refused() const = 0;
   virtual bool up() const = 0;
   virtual bool just_connected() = 0;  // true once after each successful (re)connect
   virtual std::optional<core::SteadyTime> next_attempt() const = 0;

@@ -153,10 +153,14 @@ void RunLoop::fail_database(const core::Error& error) {
 
 // Ends the run on an error that retrying cannot fix. A missing privilege exits
 // as a configuration error, which systemd does not restart: a restarted daemon
-// would publish the rows it could not mark again, and again.
+// would publish the rows it could not mark again, and again. So does a login
+// the server refuses: restarting cannot change the credentials or the database name.
 void RunLoop::stop_for(const core::Error& error) {
   if (error.kind == core::ErrorKind::forbidden) {
     spdlog::critical("database: {}; {}", error.message, db_.privilege_fix());
+    exit_code_ = kExitConfig;
+  } else if (db_.login_refused()) {
+    spdlog::critical("database: {}", error.message);
     exit_code_ = kExitConfig;
   } else {
     spdlog::critical("database: {}", error.message);

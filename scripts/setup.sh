@@ -18,6 +18,9 @@ PACKAGES=(
   postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
   rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
   shellcheck valgrind systemd
+  # A German locale for the PostgreSQL test cluster whose server messages are not English
+  # (see ensure_locale).
+  locales
   # The JMS test's consumer (tests/clients/jms) is built with Maven from Maven Central.
   maven
   # Called by scripts/services.sh beyond Debian's essential set: ss, and the
@@ -76,6 +79,15 @@ install_missing() {
   if [[ -n $(trap -p EXIT) ]]; then rm -f "$policy"; trap - EXIT; fi
 }
 
+# The connection-failure test runs a cluster with lc_messages=de_DE.UTF-8: outboxd must tell
+# bad credentials from a server that is down without reading English.
+ensure_locale() {
+  locale -a 2>/dev/null | grep -Eqix 'de_DE\.utf-?8' && return 0
+  [[ $(id -u) == 0 ]] || { echo "setup.sh: locale de_DE.UTF-8 missing, run as root" >&2; exit 1; }
+  sed -i 's/^# *de_DE.UTF-8/de_DE.UTF-8/' /etc/locale.gen
+  locale-gen >/dev/null
+}
+
 # Configure (again, so the options hold for a dir configured before), then build.
 build_tree() {
   local dir=$1 type=$2 log only=()
@@ -91,6 +103,7 @@ build_tree() {
 }
 
 install_missing
+ensure_locale
 java_ok || { echo "setup.sh: a JDK 17 or later is needed for Artemis and the JMS test" >&2; exit 1; }
 ((build)) || exit 0
 if ((release)); then

@@ -32,6 +32,16 @@ std::string or_default(const proton::error_condition& condition, const char* fal
   return condition.empty() ? fallback : core::safe_text(condition.what());
 }
 
+// Why the broker ended the whole connection. A refused login is retried (a
+// password may be mid-rotation) but says which keys to check.
+std::string connection_reason(const proton::error_condition& condition, const char* fallback) {
+  std::string reason = or_default(condition, fallback);
+  if (condition.name() == "amqp:unauthorized-access") {
+    reason += " (the broker refused the login: check broker.username and broker.password or broker.password_file)";
+  }
+  return reason;
+}
+
 }  // namespace
 
 void ConnectionHandler::on_connection_open(proton::connection& connection) {
@@ -136,7 +146,7 @@ void ConnectionHandler::on_connection_close(proton::connection& connection) {
   guarded("on_connection_close", [&] {
     if (!is_current(connection)) return;
     if (state_ == State::stopping) return stop_container();
-    connection_lost("connection closed by the broker: " + or_default(connection.error(), "no reason given"), false);
+    connection_lost("connection closed by the broker: " + connection_reason(connection.error(), "no reason given"), false);
   });
 }
 
@@ -146,7 +156,7 @@ void ConnectionHandler::on_transport_error(proton::transport& transport) {
   guarded("on_transport_error", [&] {
     if (!is_current(transport.connection())) return;
     if (state_ == State::stopping) return stop_container();
-    connection_lost(or_default(transport.error(), "connection lost"), false);
+    connection_lost(connection_reason(transport.error(), "connection lost"), false);
   });
 }
 

@@ -1,4 +1,4 @@
-// The keyword/value list handed to PQconnectdbParams (internal to lib/pg, tested on its own).
+// The keyword/value list handed to PQconnectStartParams (internal to lib/pg, tested on its own).
 #pragma once
 
 #include <string>

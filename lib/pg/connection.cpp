@@ -2,10 +2,12 @@
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <map>
 
 #include "config/url.hpp"
+#include "pg/connect_failure.hpp"
 #include "pg/connect_params.hpp"
 #include "pg/text_codec.hpp"
 
@@ -35,22 +37,6 @@ struct Connection::State {
 };
 
 namespace {
-
-// libpq's messages span lines with tab indents; logs want one line.
-std::string one_line(std::string_view text) {
-  std::string out;
-  bool space = false;
-  for (const char c : text) {
-    if (c == '\n' || c == '\t' || c == '\r' || c == ' ') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out.push_back(' ');
-    space = false;
-    out.push_back(c);
-  }
-  return out;
-}
 
 // 1-based character position (as PostgreSQL reports it) to a 1-based line.
 int line_of(std::string_view sql, long position) {
@@ -139,14 +125,12 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
 
   auto state = std::make_unique<State>();
   // expand_dbname 0: the config parsed database.url, dbname is just a name.
-  state->conn = PQconnectdbParams(keys.data(), values.data(), 0);
+  // Only started: complete_connection() makes the attempt that counts.
+  state->conn = PQconnectStartParams(keys.data(), values.data(), 0);
   if (state->conn == nullptr) return core::transient_error("cannot connect to PostgreSQL: out of memory");
-  // libpq's message quotes host, user and database, never the password
-  // keyword's value: it is shown whole, so it names the real user and host.
-  if (PQstatus(state->conn) != CONNECTION_OK) {
-    const std::string reason = one_line(PQerrorMessage(state->conn));
-    return core::Error{classify_connect_failure(reason), "cannot connect to PostgreSQL: " + reason};
-  }
+  // Failed already: options libpq refused, or no host to try at all.
+  if (PQstatus(state->conn) == CONNECTION_BAD) return connect_error(state->conn, "cannot connect to PostgreSQL");
+  if (auto failed = complete_connection(state->conn, "cannot connect to PostgreSQL")) return *failed;
   // Notices (e.g. "already exists, skipping") would otherwise go to stderr
   // past the daemon's logger.
   PQsetNoticeProcessor(state->conn, ignore_notice, nullptr);
@@ -182,15 +166,14 @@ const Failure& Connection::last_failure() const { return state_->last_failure; }
 int Connection::socket() const { return ok() ? PQsocket(state_->conn) : -1; }
 
 core::Status Connection::reset() {
-  PQreset(state_->conn);
   for (auto& [name, statement] : state_->statements) {
     statement.prepared = false;
     statement.deallocate = false;
   }
-  if (PQstatus(state_->conn) != CONNECTION_OK) {
-    const std::string reason = one_line(PQerrorMessage(state_->conn));
-    state_->last_failure = make_failure("", "cannot reconnect to PostgreSQL: " + reason, true, false);
-    state_->last_failure.kind = classify_connect_failure(reason);
+  auto failed = complete_connection(state_->conn, "cannot reconnect to PostgreSQL");
+  if (failed) {
+    state_->last_failure = make_failure("", failed->message, true, false);
+    state_->last_failure.kind = failed->kind;
     return state_->last_failure.to_error();
   }
   if (auto applied = apply_session_settings(); !applied) return applied;
@@ -280,6 +263,14 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
                            false, statement.sql);
   if (!prepared) {
     state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
+    // This session never prepared it: another client did, on the server
+    // session a transaction pooler lent us.
+    if (state_->last_failure.sqlstate == "42P05") {
+      state_->last_failure.message +=
+          "; a pooler in transaction mode (PgBouncer pool_mode = transaction) shares server sessions between "
+          "clients, so prepared statements and LISTEN cannot work: set `database.pooler: transaction` (and "
+          "`database.listen_url` straight to PostgreSQL for NOTIFY wake-ups)";
+    }
     return state_->last_failure.to_error();
   }
   statement.prepared = !unnamed();
@@ -430,6 +421,18 @@ core::Result<bool> Connection::consume_input_and_notifications() {
     PQfreemem(notification);
   }
   return notified;
+}
+
+core::Result<bool> Connection::wait_for_notification(std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    auto notified = consume_input_and_notifications();
+    if (!notified || notified.value()) return notified;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd readable{socket(), POLLIN, 0};
+    ::poll(&readable, 1, static_cast<int>(left.count()));  // EINTR or not: read what came, look at the time
+  }
 }
 
 }  // namespace outboxd::pg

@@ -1,6 +1,7 @@
 // One PostgreSQL session: statements with bound parameters, named prepared statements, LISTEN; or pooled.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -106,6 +107,8 @@ class Connection {
   // Reads what the server sent; true if at least one NOTIFY arrived since
   // the last call (including those that came in during other statements).
   core::Result<bool> consume_input_and_notifications();
+  // Waits up to `bound` for the socket; true as soon as a NOTIFY has arrived.
+  core::Result<bool> wait_for_notification(std::chrono::milliseconds bound);
 
   // Details of the most recent failure, e.g. whether a commit's outcome is unknown.
   const Failure& last_failure() const;

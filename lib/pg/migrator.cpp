@@ -253,4 +253,11 @@ core::Result<std::optional<int>> applied_version(Connection& connection, const s
   return std::optional<int>(static_cast<int>(rows.value().int64(0, 0)));
 }
 
+core::Result<bool> outbox_installed(Connection& connection, const std::string& schema) {
+  auto exists = connection.exec_params(
+      "SELECT pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.messages') IS NOT NULL", {schema});
+  if (!exists) return exists.error();
+  return exists.value().boolean(0, 0);
+}
+
 }  // namespace outboxd::pg

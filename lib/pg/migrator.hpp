@@ -58,5 +58,8 @@ core::Result<MigrationReport> migrate(Connection& connection, const MigrateOptio
 
 // Highest applied version, or nullopt when <schema>.schema_migrations does not exist.
 core::Result<std::optional<int>> applied_version(Connection& connection, const std::string& schema);
+// Whether <schema>.messages exists: without schema_migrations, it tells a schema
+// installed by another tool (psql) from one never installed.
+core::Result<bool> outbox_installed(Connection& connection, const std::string& schema);
 
 }  // namespace outboxd::pg

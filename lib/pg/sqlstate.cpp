@@ -99,25 +99,14 @@ Failure make_failure(std::string_view sqlstate, std::string message, bool connec
 
 namespace outboxd::pg {
 
-core::ErrorKind classify_connect_failure(std::string_view message) {
-  static constexpr std::array<std::string_view, 12> kFatal{
-      "password authentication failed",  // 28P01
-      "authentication failed",           // 28000 (peer, ident, cert, ...)
-      "no pg_hba.conf entry",            // 28000
-      "password is required",            // 28P01 / client side fe-auth
-      "fe_sendauth: no password supplied",
-      "does not exist",                  // 3D000 database, 28000 role
-      "permission denied",               // 42501 (CONNECT privilege)
-      "not permitted to log in",         // 28000 role without LOGIN
-      "invalid connection option",       // client side: malformed conninfo
-      "invalid URI",                     // client side
-      "invalid integer value",           // client side, e.g. port=abc
-      "invalid sslmode value",           // client side
-  };
-  for (const std::string_view needle : kFatal) {
-    if (message.find(needle) != std::string_view::npos) return ErrorKind::fatal;
-  }
-  return ErrorKind::transient;
+core::ErrorKind classify_connect_failure(std::string_view sqlstate, bool password_missing) {
+  if (password_missing) return ErrorKind::fatal;
+  if (sqlstate.empty()) return ErrorKind::transient;
+  // A refusal the weather explains (starting up, too many clients) passes;
+  // any other needs a person: credentials, a database or role that does not
+  // exist, CONNECT not granted (42501: no session to ask what to grant on),
+  // a setting the server rejects.
+  return classify(sqlstate) == ErrorKind::transient ? ErrorKind::transient : ErrorKind::fatal;
 }
 
 }  // namespace outboxd::pg

@@ -43,11 +43,12 @@ Failure make_failure(std::string_view sqlstate, std::string message, bool connec
 
 namespace outboxd::pg {
 
-// Connection attempts fail without a SQLSTATE in libpq's API, so the decision
-// rests on the message: wrong credentials, a missing database or role, or a
-// malformed option are fatal; anything else (refused, timed out, starting up,
-// too many clients) is transient. Unknown wording errs on transient: the
-// daemon then keeps retrying instead of exiting.
-core::ErrorKind classify_connect_failure(std::string_view message);
+// A connection attempt the server refused with `sqlstate` (the rules above:
+// 57P03 starting up, 53300 too many clients, class 08 pass), or that libpq
+// ended on its own side (empty: refused, timed out, name not resolved), is
+// transient; every other code is fatal (class 28 credentials, 3D000 no such
+// database, 42501 CONNECT not granted, ...). So is a password the server asked
+// for and the config lacks (`password_missing`).
+core::ErrorKind classify_connect_failure(std::string_view sqlstate, bool password_missing);
 
 }  // namespace outboxd::pg

@@ -71,4 +71,19 @@ std::optional<std::int64_t> parse_int64(std::string_view text) {
   return value;
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  bool space = false;
+  for (const char c : text) {
+    if (c == '\n' || c == '\t' || c == '\r' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace outboxd::pg

@@ -22,6 +22,9 @@ std::string text_array_literal(std::span<const std::string> values);
 // {t,f} for $n::bool[].
 std::string bool_array_literal(const std::vector<bool>& values);
 
+// libpq's messages span lines with tab indents; logs want one line.
+std::string one_line(std::string_view text);
+
 // Base-10 integer, the whole text. Nullopt otherwise.
 std::optional<std::int64_t> parse_int64(std::string_view text);
 

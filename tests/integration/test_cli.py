@@ -113,3 +113,9 @@ def test_a_database_owner_with_createrole_migrates_without_being_superuser(workd
             cur.execute(f'REASSIGN OWNED BY "{role}" TO CURRENT_USER')
             cur.execute(f'DROP OWNED BY "{role}"')
             cur.execute(f'DROP ROLE "{role}"')
+
+
+def test_run_against_a_database_never_migrated_says_to_migrate(workdir, unmigrated_database):
+    run = run_cli("run", "-c", config_for(workdir, unmigrated_database), check=False)
+    assert run.returncode == 1, run.stderr
+    assert "schema outbox has no outbox tables in this database: run `outboxd migrate`" in run.stderr, run.stderr

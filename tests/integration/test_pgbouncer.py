@@ -7,6 +7,8 @@ The daemon's database.url is the harness's own with PgBouncer's host and port; i
 connection (database.listen_url) is that same URL, straight to PostgreSQL.
 """
 
+import os
+import signal
 import time
 from urllib.parse import urlparse, urlunparse
 
@@ -215,3 +217,67 @@ def test_session_pooler_dispatches_and_wakes_on_notify(workdir, database, rabbit
         consumer.close()
         assert_clean(daemon)
     assert [m.body for m in received] == [str(i).encode() for i in range(20)]
+
+
+
+def test_a_pooler_without_the_setting_is_named(workdir, database, rabbitmq):
+    # PgBouncer refuses the startup options that outboxd sends straight to PostgreSQL.
+    migrate(workdir, database, rabbitmq)
+    config = write_config(f"{workdir}/unset.yaml", database, rabbitmq,
+                          database={"url": pooler_url(database.url, "transaction")})
+    daemon = Daemon(config).start()
+    try:
+        wait_until(lambda: "database unavailable" in daemon.log(), timeout=15, what="the failed connection")
+    finally:
+        daemon.stop()
+    assert "set `database.pooler: transaction` or `session`" in daemon.log(), daemon.log()
+
+
+def lenient_transaction_pooler(workdir, database):
+    """A PgBouncer of this test's own, in transaction mode, that ignores the startup options it cannot pass on
+    (a common setting): a daemon without `database.pooler` then gets past its login."""
+    import shutil
+    import subprocess
+    from harness import free_port
+    target = urlparse(database.url)
+    directory = f"{workdir}/pgbouncer"
+    os.makedirs(directory)
+    port = free_port()
+    with open(f"{directory}/users.txt", "w") as f:
+        f.write('"postgres" ""\n')
+    with open(f"{directory}/pgbouncer.ini", "w") as f:
+        f.write(f"[databases]\n* = host={target.hostname} port={target.port}\n[pgbouncer]\n"
+                f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n"
+                f"auth_file = {directory}/users.txt\nauth_user = postgres\npool_mode = transaction\n"
+                f"ignore_startup_parameters = options\ndefault_pool_size = 2\n"
+                f"logfile = {directory}/pgbouncer.log\npidfile = {directory}/pgbouncer.pid\n")
+    prefix = []
+    if os.getuid() == 0:
+        os.chmod(workdir, 0o755)
+        shutil.chown(directory, "postgres")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*prefix, "/usr/sbin/pgbouncer", "-d", f"{directory}/pgbouncer.ini"], check=True, cwd="/")
+    wait_until(lambda: os.path.exists(f"{directory}/pgbouncer.pid"), timeout=10, what="pgbouncer")
+    return urlunparse(target._replace(netloc=f"{target.netloc.rpartition('@')[0]}@127.0.0.1:{port}")), directory
+
+
+def test_a_listen_the_pooler_drops_is_reported_and_polled_for(workdir, database, rabbitmq):
+    migrate(workdir, database, rabbitmq)
+    url, directory = lenient_transaction_pooler(workdir, database)
+    queue = unique("pgb-lost-listen")
+    consumer = Consumer(rabbitmq, queue)
+    daemon = Daemon(write_config(f"{workdir}/unset.yaml", database, rabbitmq, database={"url": url},
+                                 dispatch={"poll_interval_ms": 500})).start()
+    try:
+        wait_until(lambda: "database connected" in daemon.log(), timeout=15, what="the connection")
+        with writer(database) as conn, conn.cursor() as cur:
+            enqueue(cur, queue, "polled-1", b"x")
+        consumer.receive(1, timeout=10)  # found by the poll it fell back to
+    finally:
+        consumer.close()
+        code = daemon.stop()
+        with open(f"{directory}/pgbouncer.pid") as f:
+            os.kill(int(f.read()), signal.SIGTERM)
+    assert code == 0, daemon.log()
+    assert "did not reach this session" in daemon.log() and "set `database.pooler: transaction`" in daemon.log(), \
+        daemon.log()

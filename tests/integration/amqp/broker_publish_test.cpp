@@ -274,6 +274,7 @@ TEST_CASE("a wrong password is a connection failure with a reason, and rows are 
   const auto [up, reason] = sink.connection_events().front();
   CHECK_FALSE(up);
   CHECK(reason.find("amqp:unauthorized-access") != std::string::npos);
+  CHECK(reason.find("check broker.username and broker.password") != std::string::npos);
   CHECK(reason.find("wrong") == std::string::npos);  // the password never shows
 }
 

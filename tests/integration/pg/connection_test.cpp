@@ -281,3 +281,15 @@ TEST_CASE("a pipeline runs its statements in one transaction and reports the fir
     CHECK(must(connection, "SELECT count(*) FROM t").int64(0, 0) == 2);
   }
 }
+
+TEST_CASE("a statement name prepared already on the server session says to set database.pooler", "[pg][connection]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  // What a pooler in transaction mode does to a daemon configured without it:
+  // the server session it lends holds another client's statements.
+  must(connection, "PREPARE \"outboxd.outbox.claim_immediate\" AS SELECT 1");
+  auto prepared = connection.prepare("outboxd.outbox.claim_immediate", "SELECT 2");
+  REQUIRE_FALSE(prepared.ok());
+  CHECK_THAT(prepared.error().message,
+             Catch::Contains("[42P05]") && Catch::Contains("set `database.pooler: transaction`"));
+}

@@ -68,6 +68,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     retry_at_ = clock_.now() + 100ms;
   }
   std::string privilege_fix() override { return "GRANT what is missing"; }
+  bool login_refused() const override { return false; }
   bool up() const override { return up_; }
   bool just_connected() override { return std::exchange(fresh_, false); }
   std::optional<core::SteadyTime> next_attempt() const override {
