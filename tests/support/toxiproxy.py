@@ -17,7 +17,8 @@ STREAMS = ("upstream", "downstream")  # client to service, service to client
 
 class Toxiproxy:
     def __init__(self, workdir):
-        binary = require_env("OUTBOXD_TEST_TOXIPROXY")
+        binary = require_env("OUTBOXD_TEST_TOXIPROXY", "run scripts/setup.sh, which builds Toxiproxy, then start "
+                             "scripts/services.sh and source its env file")
         if not os.access(binary, os.X_OK):
             raise AssertionError(f"OUTBOXD_TEST_TOXIPROXY={binary} is not an executable: run scripts/setup.sh")
         self.port = free_port()
