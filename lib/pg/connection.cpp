@@ -2,7 +2,10 @@
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
+#include <chrono>
 #include <map>
 
 #include "config/url.hpp"
@@ -28,6 +31,8 @@ struct Connection::State {
   std::map<std::string, Statement, std::less<>> statements;
   std::vector<std::string> channels;
   Failure last_failure;
+  std::chrono::milliseconds reply_timeout{0};  // 0: wait as long as libpq does (forever)
+  bool stalled = false;  // a reply did not come within reply_timeout: the session is given up
 
   State() = default;
   State(const State&) = delete;
@@ -153,6 +158,9 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
   // past the daemon's logger.
   PQsetNoticeProcessor(state->conn, ignore_notice, nullptr);
   state->pooler = config.pooler;
+  // The server ends a statement after statement_timeout; connect_timeout, what
+  // the network may take to answer at all, is the margin on top of it.
+  if (config.statement_timeout.count() > 0) state->reply_timeout = config.statement_timeout + config.connect_timeout;
   const Settings settings = daemon_settings(config);
   state->settings_sql = set_config_sql(settings.size(), config.pooler == config::Pooler::transaction);
   for (const auto& [name, value] : settings) {
@@ -177,7 +185,9 @@ core::Status Connection::apply_session_settings() {
 
 bool Connection::unnamed() const { return state_->pooler == config::Pooler::transaction; }
 
-bool Connection::ok() const { return state_ && state_->conn != nullptr && PQstatus(state_->conn) == CONNECTION_OK; }
+bool Connection::ok() const {
+  return state_ && state_->conn != nullptr && PQstatus(state_->conn) == CONNECTION_OK && !state_->stalled;
+}
 
 const Failure& Connection::last_failure() const { return state_->last_failure; }
 
@@ -185,6 +195,7 @@ int Connection::socket() const { return ok() ? PQsocket(state_->conn) : -1; }
 
 core::Status Connection::reset() {
   PQreset(state_->conn);
+  state_->stalled = false;
   for (auto& [name, statement] : state_->statements) {
     statement.prepared = false;
     statement.deallocate = false;
@@ -223,13 +234,72 @@ core::Result<Rows> Connection::conclude(void* raw, bool commit_in_flight, std::s
   return state_->last_failure.to_error();
 }
 
+// statement_timeout bounds a statement on the server only. Through a link
+// whose bytes vanish while TCP stays up (a proxy whose server stopped
+// answering acknowledges and answers keepalives), or from a server that
+// stopped, no reply ever comes and libpq would wait forever; so the daemon
+// waits for each result itself, up to reply_timeout, and gives the session
+// up when it passes. True when PQgetResult() will not block.
+bool Connection::await_reply() {
+  if (state_->reply_timeout.count() == 0) return true;
+  PGconn* conn = state_->conn;
+  const auto deadline = std::chrono::steady_clock::now() + state_->reply_timeout;
+  while (PQisBusy(conn) == 1) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      state_->stalled = true;
+      return false;
+    }
+    pollfd readable{PQsocket(conn), POLLIN, 0};
+    // A failed poll or read breaks the session; PQgetResult() then reports it.
+    if (poll(&readable, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return true;
+    if (readable.revents != 0 && PQconsumeInput(conn) == 0) return true;
+  }
+  return true;
+}
+
+core::Error Connection::stall_failure(bool commit_in_flight) {
+  state_->last_failure =
+      make_failure("", "no reply from PostgreSQL within " + std::to_string(state_->reply_timeout.count()) +
+                           " ms (database.statement_timeout_ms + connect_timeout_ms): the server or the link to it "
+                           "stopped answering; the session is given up",
+                   true, commit_in_flight);
+  return state_->last_failure.to_error();
+}
+
+// What PQexec() returns after what was just sent (the last result, or the
+// first error), each result awaited within the reply timeout; null when
+// nothing was sent or a reply did not come.
+void* Connection::reply(bool sent) {
+  if (!sent) return nullptr;
+  PGresult* kept = nullptr;
+  while (await_reply()) {
+    PGresult* next = PQgetResult(state_->conn);
+    if (next == nullptr) return kept;
+    if (kept != nullptr && PQresultStatus(kept) == PGRES_FATAL_ERROR) {
+      PQclear(next);
+      continue;
+    }
+    PQclear(kept);
+    kept = next;
+  }
+  PQclear(kept);
+  return nullptr;
+}
+
+core::Result<Rows> Connection::finish(bool sent, bool commit_in_flight, std::string_view sql) {
+  void* result = reply(sent);
+  if (state_->stalled) return stall_failure(commit_in_flight);
+  return conclude(result, commit_in_flight, sql);
+}
+
 bool Connection::autocommit() const { return PQtransactionStatus(state_->conn) == PQTRANS_IDLE; }
 
 core::Result<Rows> Connection::exec(std::string_view sql) {
   if (not_connected()) return state_->last_failure.to_error();
   const std::string text(sql);
   const bool may_commit = autocommit() || is_commit(sql);
-  return conclude(PQexec(state_->conn, text.c_str()), may_commit, sql);
+  return finish(PQsendQuery(state_->conn, text.c_str()) == 1, may_commit, sql);
 }
 
 namespace {
@@ -248,9 +318,9 @@ core::Result<Rows> Connection::exec_params(std::string_view sql, const Params& p
   const std::string text(sql);
   const auto values = values_of(params);
   const bool may_commit = autocommit() || is_commit(sql);
-  return conclude(PQexecParams(state_->conn, text.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
-                               nullptr, nullptr, 0),
-                  may_commit, sql);
+  return finish(PQsendQueryParams(state_->conn, text.c_str(), static_cast<int>(values.size()), nullptr,
+                                  values.data(), nullptr, nullptr, 0) == 1,
+                may_commit, sql);
 }
 
 void Connection::define(std::string name, std::string sql) {
@@ -278,8 +348,9 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
   }
   // Unnamed behind a transaction pooler: only checked (tables, columns), as
   // the next transaction may run on another server session.
-  auto prepared = conclude(PQprepare(state_->conn, unnamed() ? "" : name.c_str(), statement.sql.c_str(), 0, nullptr),
-                           false, statement.sql);
+  auto prepared =
+      finish(PQsendPrepare(state_->conn, unnamed() ? "" : name.c_str(), statement.sql.c_str(), 0, nullptr) == 1, false,
+             statement.sql);
   if (!prepared) {
     state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
     return state_->last_failure.to_error();
@@ -306,8 +377,10 @@ core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params
       if (auto prepared = prepare_now(*it); !prepared) return prepared.error();
     }
     const bool may_commit = autocommit();
-    PGresult* result = PQexecPrepared(state_->conn, it->first.c_str(), static_cast<int>(values.size()),
-                                      values.data(), nullptr, nullptr, static_cast<int>(format));
+    auto* result = static_cast<PGresult*>(reply(PQsendQueryPrepared(state_->conn, it->first.c_str(),
+                                                                     static_cast<int>(values.size()), values.data(),
+                                                                     nullptr, nullptr, static_cast<int>(format)) == 1));
+    if (state_->stalled) return stall_failure(may_commit);
     const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
     // 26000: the server forgot the statement (DISCARD ALL, a pooler handing
     // us another session); prepare it again once.
@@ -373,6 +446,7 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
   PGconn* conn = state_->conn;
   const bool may_commit = autocommit();
   auto broken = [&](const char* doing) {
+    if (state_->stalled) return stall_failure(may_commit);
     state_->last_failure = make_failure("", std::string(doing) + ": " + one_line(PQerrorMessage(conn)),
                                         PQstatus(conn) == CONNECTION_BAD, may_commit);
     return state_->last_failure.to_error();
@@ -384,12 +458,17 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
   rows.reserve(calls.size());
   std::optional<core::Error> first_error;
   const std::size_t skipped = unnamed() ? 1 : 0;  // the settings' result
+  auto next_result = [&]() { return await_reply() ? PQgetResult(conn) : nullptr; };
   for (std::size_t i = 0; i < skipped + calls.size(); ++i) {
-    PGresult* result = PQgetResult(conn);
+    PGresult* result = next_result();
     if (result == nullptr) return broken("reading a pipelined result");
     // Each statement's results end with a null; statements after a failed
     // one come back PIPELINE_ABORTED and are dropped with it.
-    while (PGresult* extra = PQgetResult(conn)) PQclear(extra);
+    while (PGresult* extra = next_result()) PQclear(extra);
+    if (state_->stalled) {
+      PQclear(result);
+      return broken("reading a pipelined result");
+    }
     if (first_error) {
       PQclear(result);
       continue;
@@ -401,7 +480,7 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
       rows.push_back(std::move(concluded).value());
     }
   }
-  PGresult* sync = PQgetResult(conn);
+  PGresult* sync = next_result();
   const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   PQclear(sync);
   if (!synced || PQexitPipelineMode(conn) != 1) return broken("ending a pipeline");
