@@ -25,7 +25,8 @@
 # OUTBOXD_TEST_PGBOUNCER_TX_URL and _SESSION_URL (the same cluster through PgBouncer in
 # transaction and in session mode, any database name, pools of 2 server connections);
 # OUTBOXD_TEST_RABBITMQ_URL _USER _PASSWORD _NODE; OUTBOXD_TEST_ARTEMIS_URL _USER _PASSWORD
-# _CORE_URL (for the artemis CLI); and OUTBOXD_SCRATCH, OUTBOXD_SERVICES_SH (this script).
+# _CORE_URL (for the artemis CLI); OUTBOXD_TEST_TOXIPROXY (the fault proxy's server, once
+# scripts/setup.sh built it); and OUTBOXD_SCRATCH, OUTBOXD_SERVICES_SH (this script).
 #
 # Credentials: PostgreSQL trusts loopback (user postgres), and so does PgBouncer for every
 # role the cluster has (it looks them up as postgres with its auth_query). RabbitMQ has guest/guest (loopback
@@ -38,6 +39,7 @@ set -euo pipefail
 SCRATCH=$(realpath -m "${OUTBOXD_SCRATCH:-$PWD/.scratch}")
 CACHE=$(realpath -m "${OUTBOXD_CACHE:-${HOME:-/root}/.cache/outboxd}")
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
+TOXIPROXY_BIN=$(dirname "$SELF")/../.scratch/tools/toxiproxy-server  # built by scripts/setup.sh
 ENV_FILE=$SCRATCH/services.env
 PORTS_FILE=$SCRATCH/ports.env
 TAG=$(printf '%s' "$SCRATCH" | sha1sum | cut -c1-10)
@@ -626,6 +628,9 @@ write_env() {
     echo "# Written by scripts/services.sh; source it."
     echo "export OUTBOXD_SCRATCH='$SCRATCH'"
     echo "export OUTBOXD_SERVICES_SH='$SELF'"
+    if [[ -x $TOXIPROXY_BIN ]]; then
+      echo "export OUTBOXD_TEST_TOXIPROXY='$(realpath "$TOXIPROXY_BIN")'"
+    fi
     if pg_running; then
       echo "export OUTBOXD_TEST_PG_URL='postgresql://postgres@127.0.0.1:${PORT[PG_PORT]}/postgres'"
       echo "export PGHOST=127.0.0.1 PGPORT=${PORT[PG_PORT]} PGUSER=postgres PGDATABASE=postgres"

@@ -50,6 +50,16 @@ while (($#)); do
   shift
 done
 
+# Toxiproxy, the fault proxy of the network fault test (tests/fault/test_network_faults.py), is
+# built from its Go module into .scratch/tools/ (kept between runs); scripts/services.sh exports
+# its path as OUTBOXD_TEST_TOXIPROXY. Its go.mod asks for Go 1.23. A Go of 1.21 or later fetches
+# that toolchain from the Go module proxy by itself; Debian 12's golang-go (1.19) cannot build it
+# nor switch, so it only downloads the toolchain module (golang.org/toolchain) that newer Go
+# switches to, and that toolchain builds Toxiproxy.
+TOXIPROXY_VERSION=v2.12.0
+GO_TOOLCHAIN=go1.23.12
+TOOLS=$PWD/.scratch/tools
+
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
 # Artemis needs Java 17 or later, and the JMS test compiles with it: any such JDK on PATH will do.
@@ -64,6 +74,7 @@ install_missing() {
   java_ok || installed openjdk-17-jdk-headless || missing+=(openjdk-17-jdk-headless)
   # The Node order saga example (its test runs npm ci): any node 18+ with npm on PATH will do.
   command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+  go_bin >/dev/null || [[ -x $TOOLS/toxiproxy-server ]] || missing+=(golang-go)
   ((${#missing[@]})) || return 0
   [[ $(id -u) == 0 ]] || { echo "setup.sh: missing packages, run as root: ${missing[*]}" >&2; exit 1; }
   echo "setup.sh: installing ${missing[*]}"
@@ -88,6 +99,36 @@ ensure_locale() {
   locale-gen >/dev/null
 }
 
+# The go command on PATH (or Go's default install dir); fails when there is none.
+go_bin() {
+  local go
+  go=$(command -v go || echo /usr/local/go/bin/go)
+  [[ -x $go ]] && echo "$go"
+}
+
+# A subshell: the Go environment stays in it.
+build_toxiproxy() (
+  [[ -x $TOOLS/toxiproxy-server ]] && exit 0
+  local go t0=$SECONDS
+  export GOPATH=$TOOLS/go GOCACHE=$TOOLS/go/cache GOFLAGS=-modcacherw
+  mkdir -p "$TOOLS"
+  cd "$TOOLS"  # outside any module
+  go=$(go_bin)
+  if ! "$go" version | grep -Eq ' go1\.(2[1-9]|[3-9][0-9])'; then
+    local dir
+    dir=$("$go" mod download -json "golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-$(dpkg --print-architecture)" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    chmod +x "$dir"/bin/* "$dir"/pkg/tool/*/*  # module zips keep no modes
+    go=$dir/bin/go
+    export GOTOOLCHAIN=local
+  fi
+  echo "setup.sh: building toxiproxy $TOXIPROXY_VERSION with $("$go" version | cut -d' ' -f3)"
+  GOBIN=$TOOLS/bin.tmp "$go" install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+  mv "$TOOLS/bin.tmp/server" "$TOOLS/toxiproxy-server"
+  rmdir "$TOOLS/bin.tmp"
+  echo "setup.sh: toxiproxy built in $((SECONDS - t0)) s"
+)
+
 # Configure (again, so the options hold for a dir configured before), then build.
 build_tree() {
   local dir=$1 type=$2 log only=()
@@ -105,6 +146,7 @@ build_tree() {
 install_missing
 ensure_locale
 java_ok || { echo "setup.sh: a JDK 17 or later is needed for Artemis and the JMS test" >&2; exit 1; }
+build_toxiproxy
 ((build)) || exit 0
 if ((release)); then
   build_tree build-release Release -DOUTBOXD_TESTS=OFF -DOUTBOXD_SANITIZE=OFF

@@ -4,37 +4,13 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
-#include <map>
-
 #include "config/url.hpp"
 #include "pg/connect_failure.hpp"
 #include "pg/connect_params.hpp"
+#include "pg/connection_state.hpp"
 #include "pg/text_codec.hpp"
 
 namespace outboxd::pg {
-
-struct Connection::Statement {
-  std::string sql;
-  bool prepared = false;    // in the current session
-  bool deallocate = false;  // prepared under this name with other text
-};
-
-struct Connection::State {
-  PGconn* conn = nullptr;
-  config::Pooler pooler = config::Pooler::none;
-  std::string settings_sql;  // set_config() of daemon_settings(), see apply_session_settings()
-  Params settings;
-  std::map<std::string, Statement, std::less<>> statements;
-  std::vector<std::string> channels;
-  Failure last_failure;
-
-  State() = default;
-  State(const State&) = delete;
-  State& operator=(const State&) = delete;
-  ~State() {
-    if (conn != nullptr) PQfinish(conn);
-  }
-};
 
 namespace {
 
@@ -135,6 +111,9 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
   // past the daemon's logger.
   PQsetNoticeProcessor(state->conn, ignore_notice, nullptr);
   state->pooler = config.pooler;
+  // The server ends a statement after statement_timeout; connect_timeout, what
+  // the network may take to answer at all, is the margin on top of it.
+  if (config.statement_timeout.count() > 0) state->reply_timeout = config.statement_timeout + config.connect_timeout;
   const Settings settings = daemon_settings(config);
   state->settings_sql = set_config_sql(settings.size(), config.pooler == config::Pooler::transaction);
   for (const auto& [name, value] : settings) {
@@ -159,13 +138,16 @@ core::Status Connection::apply_session_settings() {
 
 bool Connection::unnamed() const { return state_->pooler == config::Pooler::transaction; }
 
-bool Connection::ok() const { return state_ && state_->conn != nullptr && PQstatus(state_->conn) == CONNECTION_OK; }
+bool Connection::ok() const {
+  return state_ && state_->conn != nullptr && PQstatus(state_->conn) == CONNECTION_OK && !state_->stalled;
+}
 
 const Failure& Connection::last_failure() const { return state_->last_failure; }
 
 int Connection::socket() const { return ok() ? PQsocket(state_->conn) : -1; }
 
 core::Status Connection::reset() {
+  state_->stalled = false;
   for (auto& [name, statement] : state_->statements) {
     statement.prepared = false;
     statement.deallocate = false;
@@ -210,7 +192,7 @@ core::Result<Rows> Connection::exec(std::string_view sql) {
   if (not_connected()) return state_->last_failure.to_error();
   const std::string text(sql);
   const bool may_commit = autocommit() || is_commit(sql);
-  return conclude(PQexec(state_->conn, text.c_str()), may_commit, sql);
+  return finish(PQsendQuery(state_->conn, text.c_str()) == 1, may_commit, sql);
 }
 
 namespace {
@@ -229,9 +211,9 @@ core::Result<Rows> Connection::exec_params(std::string_view sql, const Params& p
   const std::string text(sql);
   const auto values = values_of(params);
   const bool may_commit = autocommit() || is_commit(sql);
-  return conclude(PQexecParams(state_->conn, text.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
-                               nullptr, nullptr, 0),
-                  may_commit, sql);
+  return finish(PQsendQueryParams(state_->conn, text.c_str(), static_cast<int>(values.size()), nullptr,
+                                  values.data(), nullptr, nullptr, 0) == 1,
+                may_commit, sql);
 }
 
 void Connection::define(std::string name, std::string sql) {
@@ -259,8 +241,9 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
   }
   // Unnamed behind a transaction pooler: only checked (tables, columns), as
   // the next transaction may run on another server session.
-  auto prepared = conclude(PQprepare(state_->conn, unnamed() ? "" : name.c_str(), statement.sql.c_str(), 0, nullptr),
-                           false, statement.sql);
+  auto prepared =
+      finish(PQsendPrepare(state_->conn, unnamed() ? "" : name.c_str(), statement.sql.c_str(), 0, nullptr) == 1, false,
+             statement.sql);
   if (!prepared) {
     state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
     // This session never prepared it: another client did, on the server
@@ -295,8 +278,10 @@ core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params
       if (auto prepared = prepare_now(*it); !prepared) return prepared.error();
     }
     const bool may_commit = autocommit();
-    PGresult* result = PQexecPrepared(state_->conn, it->first.c_str(), static_cast<int>(values.size()),
-                                      values.data(), nullptr, nullptr, static_cast<int>(format));
+    auto* result = static_cast<PGresult*>(reply(PQsendQueryPrepared(state_->conn, it->first.c_str(),
+                                                                     static_cast<int>(values.size()), values.data(),
+                                                                     nullptr, nullptr, static_cast<int>(format)) == 1));
+    if (state_->stalled) return stall_failure(may_commit);
     const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
     // 26000: the server forgot the statement (DISCARD ALL, a pooler handing
     // us another session); prepare it again once.
@@ -362,6 +347,7 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
   PGconn* conn = state_->conn;
   const bool may_commit = autocommit();
   auto broken = [&](const char* doing) {
+    if (state_->stalled) return stall_failure(may_commit);
     state_->last_failure = make_failure("", std::string(doing) + ": " + one_line(PQerrorMessage(conn)),
                                         PQstatus(conn) == CONNECTION_BAD, may_commit);
     return state_->last_failure.to_error();
@@ -373,12 +359,17 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
   rows.reserve(calls.size());
   std::optional<core::Error> first_error;
   const std::size_t skipped = unnamed() ? 1 : 0;  // the settings' result
+  auto next_result = [&]() { return await_reply() ? PQgetResult(conn) : nullptr; };
   for (std::size_t i = 0; i < skipped + calls.size(); ++i) {
-    PGresult* result = PQgetResult(conn);
+    PGresult* result = next_result();
     if (result == nullptr) return broken("reading a pipelined result");
     // Each statement's results end with a null; statements after a failed
     // one come back PIPELINE_ABORTED and are dropped with it.
-    while (PGresult* extra = PQgetResult(conn)) PQclear(extra);
+    while (PGresult* extra = next_result()) PQclear(extra);
+    if (state_->stalled) {
+      PQclear(result);
+      return broken("reading a pipelined result");
+    }
     if (first_error) {
       PQclear(result);
       continue;
@@ -390,7 +381,7 @@ core::Result<std::vector<Rows>> Connection::run_pipeline(const std::vector<Entry
       rows.push_back(std::move(concluded).value());
     }
   }
-  PGresult* sync = PQgetResult(conn);
+  PGresult* sync = next_result();
   const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   PQclear(sync);
   if (!synced || PQexitPipelineMode(conn) != 1) return broken("ending a pipeline");

@@ -63,14 +63,17 @@ class Connection {
   // options, or after connecting behind a session pooler. Behind a
   // transaction pooler (config.pooler) no session state is kept: defined
   // statements run unnamed, each in a transaction of its own that sets them
-  // locally; exec() and exec_params() run without them.
+  // locally; exec() and exec_params() run without them. Each result is
+  // awaited for at most statement_timeout + connect_timeout (no limit when
+  // statement_timeout is 0); a session that does not answer within it is
+  // given up: the statement fails as a lost connection, ok() turns false.
   static core::Result<Connection> open(const config::DatabaseConfig& config, std::string application_name);
 
   ~Connection();
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;
 
-  bool ok() const;  // the session is up as far as libpq knows
+  bool ok() const;  // the session is up as far as libpq knows, and answered in time
   // Reconnects with the same parameters. Prepared statements are prepared
   // again on first use and LISTEN channels re-registered.
   core::Status reset();
@@ -127,6 +130,10 @@ class Connection {
   core::Result<std::vector<Rows>> run_pipeline(const std::vector<Entry*>& entries,
                                                const std::vector<PreparedCall>& calls);
   core::Result<Rows> conclude(void* result, bool commit_in_flight, std::string_view sql);
+  bool await_reply();
+  core::Error stall_failure(bool commit_in_flight);
+  void* reply(bool sent);  // a PGresult*, or null
+  core::Result<Rows> finish(bool sent, bool commit_in_flight, std::string_view sql);
 
   std::unique_ptr<State> state_;
 };

@@ -8,16 +8,15 @@ primary does not have, each session keeps its order, and the daemon resumes
 on the new primary without a restart.
 """
 
-import threading
 import time
 
 import psycopg2
 import pytest
 
-from harness import Broker, Consumer, Daemon, Database, enqueue, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, Database, unique, wait_until, write_config
 from pg_cluster import Cluster
+from steady_writer import Writer, session_order_violations
 
-SESSIONS = 8
 RECONNECT_MAX_MS = 1000
 
 
@@ -39,65 +38,6 @@ def servers():
                 cluster.stop()
 
 
-class Writer(threading.Thread):
-    """Commits one row per transaction, round robin over SESSIONS sessions, through the multi-host URL.
-
-    committed: (message_id, commit time) of every commit the server confirmed.
-    in_doubt:  message ids whose commit ended with the connection: they may or may not exist.
-    """
-
-    def __init__(self, url, queue):
-        super().__init__(daemon=True)
-        self.url = f"{url}?target_session_attrs=read-write&connect_timeout=2"
-        self.queue = queue
-        self.stopping = threading.Event()
-        self.committed = []
-        self.in_doubt = []
-
-    def run(self):
-        conn = None
-        n = 0
-        while not self.stopping.is_set():
-            try:
-                if conn is None:
-                    conn = psycopg2.connect(self.url)
-                    conn.autocommit = True
-                session = f"s{n % SESSIONS}"
-                message_id = f"{session}-{n:06d}"
-                n += 1
-                try:
-                    with conn.cursor() as cur:
-                        enqueue(cur, self.queue, message_id, b"x", session_id=session)
-                except psycopg2.OperationalError:
-                    self.in_doubt.append(message_id)
-                    raise
-                self.committed.append((message_id, time.time()))
-                time.sleep(0.005)
-            except psycopg2.Error:
-                if conn is not None:
-                    conn.close()
-                conn = None
-                time.sleep(0.1)
-        if conn is not None:
-            conn.close()
-
-
-def session_order_violations(deliveries, sessions):
-    """Rows that reached the consumer for the first time after a later row of their session."""
-    latest = {}
-    violations = []
-    seen = set()
-    for message_id in deliveries:
-        if message_id in seen:
-            continue
-        seen.add(message_id)
-        session = sessions[message_id]
-        if message_id < latest.get(session, ""):
-            violations.append(message_id)
-        latest[session] = max(message_id, latest.get(session, ""))
-    return violations
-
-
 def test_daemon_follows_a_promoted_standby(workdir, rabbitmq, servers):
     primary, standby = servers
     hosts = f"127.0.0.1:{primary.port},127.0.0.1:{standby.port}"
@@ -109,7 +49,7 @@ def test_daemon_follows_a_promoted_standby(workdir, rabbitmq, servers):
                         retention={"mode": "keep"})
     consumer = Consumer(rabbitmq, queue)
     daemon = Daemon(path).start()
-    writer = Writer(database.writer_url.partition("?")[0], queue)
+    writer = Writer(f"{database.writer_url.partition('?')[0]}?target_session_attrs=read-write&connect_timeout=2", queue)
     try:
         writer.start()
         wait_until(lambda: consumer.receive(1000, timeout=0.5) and len(consumer.received) > 200, timeout=30,

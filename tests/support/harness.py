@@ -26,12 +26,12 @@ OUTBOXD = os.environ.get("OUTBOXD_BIN", "build/daemon/outboxd")
 REQUIRED = os.environ.get("OUTBOXD_REQUIRE_SERVICES") == "1"
 
 
-def require_env(name):
+def require_env(name, remedy="start scripts/services.sh and source its env file"):
     value = os.environ.get(name)
     if not value:
         if REQUIRED:
-            pytest.fail(f"{name} is not set (OUTBOXD_REQUIRE_SERVICES=1)")
-        pytest.skip(f"{name} is not set: start scripts/services.sh and source its env file")
+            pytest.fail(f"{name} is not set (OUTBOXD_REQUIRE_SERVICES=1): {remedy}")
+        pytest.skip(f"{name} is not set: {remedy}")
     return value
 
 

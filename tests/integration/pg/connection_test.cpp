@@ -1,7 +1,10 @@
-// Connection against a real server: settings, parameters, error kinds, prepared statements, reconnects.
+// Connection against a real server: settings, parameters, error kinds, prepared statements, reconnects, a silent server.
 // The superuser's sessions: these test the libpq adapter, not what a role may do.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
+#include <chrono>
 #include <limits>
 
 #include <optional>
@@ -292,4 +295,46 @@ TEST_CASE("a statement name prepared already on the server session says to set d
   REQUIRE_FALSE(prepared.ok());
   CHECK_THAT(prepared.error().message,
              Catch::Contains("[42P05]") && Catch::Contains("set `database.pooler: transaction`"));
+}
+
+// A stopped backend answers nothing while the kernel keeps its TCP connection
+// up, as a half-open link through a proxy does: statement_timeout cannot fire,
+// only the client's own wait ends it.
+TEST_CASE("a session whose server stops answering is given up after statement_timeout + connect_timeout",
+          "[pg][connection]") {
+  ScratchDatabase db;
+  config::DatabaseConfig config = db.config();
+  config.statement_timeout = std::chrono::milliseconds(500);
+  config.connect_timeout = std::chrono::milliseconds(500);
+  auto opened = Connection::open(config, "stall");
+  REQUIRE(opened.ok());
+  Connection connection = std::move(opened).value();
+  REQUIRE(connection.prepare("one", "SELECT 1").ok());
+  struct Resume {
+    pid_t backend;
+    ~Resume() { kill(backend, SIGCONT); }
+  } resume{static_cast<pid_t>(must(connection, "SELECT pg_backend_pid()").int64(0, 0))};
+  REQUIRE(kill(resume.backend, SIGSTOP) == 0);  // as root or as the server's user, like the suite
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<core::Error> error;
+  SECTION("a statement") {
+    auto rows = connection.exec_params("SELECT $1::int", {"1"});
+    REQUIRE_FALSE(rows.ok());
+    error = rows.error();
+  }
+  SECTION("a pipeline") {
+    auto rows = connection.exec_prepared_pipeline({{"one", {}}, {"one", {}}});
+    REQUIRE_FALSE(rows.ok());
+    error = rows.error();
+  }
+  const auto waited = std::chrono::steady_clock::now() - started;
+  CHECK(error->kind == core::ErrorKind::transient);
+  CHECK_THAT(error->message, Catch::Contains("no reply from PostgreSQL within 1000 ms"));
+  CHECK(connection.last_failure().connection_lost);
+  CHECK_FALSE(connection.ok());
+  CHECK(waited >= std::chrono::milliseconds(1000));
+  CHECK(waited < std::chrono::milliseconds(3000));
+  kill(resume.backend, SIGCONT);
+  REQUIRE(connection.reset().ok());
+  CHECK(must(connection, "SELECT 1").int64(0, 0) == 1);
 }
