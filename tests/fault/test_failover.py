@@ -35,7 +35,7 @@ def servers():
     finally:
         for cluster in (standby, primary):
             if cluster is not None:
-                cluster.stop()
+                cluster.remove()
 
 
 def test_daemon_follows_a_promoted_standby(workdir, rabbitmq, servers):

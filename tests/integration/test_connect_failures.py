@@ -6,86 +6,23 @@ one stays as it is): outboxd must tell these apart by the SQLSTATE the server se
 scripts/setup.sh generates the locale.
 """
 
-import glob
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import psycopg2
 import pytest
 
-from harness import OUTBOXD, free_port, wait_until, write_config
+from harness import OUTBOXD, NoBroker, Target, free_port, wait_until, write_config
+from pg_cluster import Cluster
 
 PASSWORD = "richtig"
 
 
-def as_postgres(*args):
-    """PostgreSQL refuses to run as root: the cluster belongs to the postgres OS user then."""
-    prefix = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-    return subprocess.run([*prefix, *args], capture_output=True, text=True, timeout=120, cwd="/")
-
-
-class GermanCluster:
-    """initdb + pg_ctl on a free port, scram-sha-256 for every connection, server messages in German."""
-
-    def __init__(self):
-        self.bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
-        self.dir = tempfile.mkdtemp(prefix="outboxd-pg-de-")
-        self.port = free_port()
-        if os.getuid() == 0:
-            shutil.chown(self.dir, "postgres")
-        pwfile = os.path.join(self.dir, "pw")
-        with open(pwfile, "w") as f:
-            f.write(PASSWORD + "\n")
-        if os.getuid() == 0:
-            shutil.chown(pwfile, "postgres")
-        init = as_postgres(f"{self.bindir}/initdb", "-D", f"{self.dir}/data", "-U", "postgres", "-E", "UTF8",
-                           "--locale=C", "--lc-messages=de_DE.UTF-8", "-A", "scram-sha-256",
-                           f"--pwfile={pwfile}", "--no-sync")
-        assert init.returncode == 0, f"initdb failed (locale de_DE.UTF-8 missing? run scripts/setup.sh):\n" \
-                                     f"{init.stdout}{init.stderr}"
-        self.start()
-
-    def start(self):
-        started = as_postgres(f"{self.bindir}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/log", "-w",
-                              "-o", f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off",
-                              "start")
-        assert started.returncode == 0, started.stdout + started.stderr
-
-    def stop(self, mode="fast", wait=True):
-        args = [f"{self.bindir}/pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "stop"]
-        if not wait:
-            prefix = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-            return subprocess.Popen([*prefix, *args, "-W"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    cwd="/")
-        return as_postgres(*args)
-
-    def url(self, password=PASSWORD, database="postgres"):
-        return f"postgresql://postgres:{password}@127.0.0.1:{self.port}/{database}"
-
-    def remove(self):
-        self.stop("immediate")
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class Target:
-    def __init__(self, url):
-        self.url = url
-
-
-class NoBroker:
-    url = "amqp://127.0.0.1:1"  # nothing listens: the broker is retried, the database decides
-    profile = "generic"
-    user = ""
-    password = ""
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    german = GermanCluster()
+    german = Cluster.primary("de", password=PASSWORD, lc_messages="de_DE.UTF-8").start()
     try:
         yield german
     finally:

@@ -1,47 +1,26 @@
 """A refused password: the error names the user, whatever the password was, and never shows the password."""
 
 import os
-import shutil
-import subprocess
-import tempfile
 
 import pytest
 
-from harness import free_port, write_config
-from test_secrets import NoBroker, Target, run
+from harness import NoBroker, Target, write_config
+from pg_cluster import Cluster
+from test_secrets import run
 
 USER = "secauditor"
 
 
-def as_postgres(*args):
-    """initdb and pg_ctl refuse to run as root; the shared services run as postgres too."""
-    command = ["runuser", "-u", "postgres", "--", *args] if os.getuid() == 0 else list(args)
-    subprocess.run(command, check=True, capture_output=True, timeout=120)
-
-
 @pytest.fixture(scope="module")
 def password_cluster():
-    """A scratch cluster of its own that asks TCP clients for a password (the shared one trusts
-    loopback): the port where USER logs in with the password "right-PW"."""
-    bindir = sorted(d for d in os.listdir("/usr/lib/postgresql"))[-1]
-    bindir = f"/usr/lib/postgresql/{bindir}/bin"
-    if not os.access(f"{bindir}/initdb", os.X_OK):
-        pytest.skip("no PostgreSQL server binaries")
-    scratch = tempfile.mkdtemp(prefix="outboxd-pwtest.")
-    if os.getuid() == 0:
-        shutil.chown(scratch, "postgres")
-    port = free_port()
-    as_postgres(f"{bindir}/initdb", "-D", f"{scratch}/data", "-U", "postgres", "--no-sync",
-                "--auth-local=trust", "--auth-host=scram-sha-256")
-    as_postgres(f"{bindir}/pg_ctl", "-D", f"{scratch}/data", "-l", f"{scratch}/log", "-w",
-                "-o", f"-p {port} -k {scratch} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    """A cluster of its own that asks TCP clients for a password (the shared one trusts loopback):
+    the port where USER logs in with the password "right-PW"."""
+    cluster = Cluster.primary("pwtest", password="postgres-PW").start()
     try:
-        as_postgres("psql", "-X", "-q", "-h", scratch, "-p", str(port), "-d", "postgres",
-                    "-c", f"CREATE ROLE {USER} LOGIN PASSWORD 'right-PW'")
-        yield port
+        cluster.psql(f"CREATE ROLE {USER} LOGIN PASSWORD 'right-PW'")
+        yield cluster.port
     finally:
-        as_postgres(f"{bindir}/pg_ctl", "-D", f"{scratch}/data", "-m", "immediate", "-w", "stop")
-        shutil.rmtree(scratch, ignore_errors=True)
+        cluster.remove()
 
 
 # A password equal to the user name must not hide the user name: that would

@@ -7,24 +7,7 @@ from urllib.parse import quote, urlparse, urlunparse
 
 import pytest
 
-from harness import OUTBOXD, Database, require_env, write_config
-
-BROKER = "amqp://127.0.0.1:1"  # nothing listens: the run command only retries
-
-
-class Target:
-    """Where a URL points; no broker is needed, so Database's place is taken by this."""
-
-    def __init__(self, url):
-        self.url = url
-
-
-class NoBroker:
-    url = BROKER
-    profile = "generic"
-    user = ""
-    password = ""
-
+from harness import OUTBOXD, Database, NoBroker, Target, write_config
 
 # (name, url, secrets that must not show). Nothing listens on 127.0.0.1:1;
 # nonexistent.invalid never resolves (RFC 6761).

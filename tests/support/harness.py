@@ -230,6 +230,22 @@ class Database:
                     *(f'DROP ROLE IF EXISTS "{role}"' for role in self.other_writers))
 
 
+class Target:
+    """A database URL alone, for write_config() where no Database is made (other clusters, bad URLs)."""
+
+    def __init__(self, url):
+        self.url = url
+
+
+class NoBroker:
+    """A broker nothing listens on: the daemon only retries it, so the database decides what happens."""
+
+    url = "amqp://127.0.0.1:1"
+    profile = "generic"
+    user = ""
+    password = ""
+
+
 def write_config(path, database, broker, /, **sections):
     """Writes an outboxd YAML config; `sections` override keys, e.g. dispatch={"max_attempts": 3}."""
     doc = {

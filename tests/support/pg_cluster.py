@@ -29,30 +29,44 @@ def _as_postgres(*args, check=True):
 
 
 class Cluster:
-    """One server. url(database) is its superuser URL; settings go to postgresql.conf before the first start."""
+    """One server. url() names it; settings go to postgresql.auto.conf before the first start.
 
-    def __init__(self, name, data=None):
+    Without a password every TCP connection is trusted (replication too); with one, TCP logins of
+    every role need their password (scram-sha-256), and the postgres superuser's is `password`.
+    The Unix socket in the cluster's directory is trusted either way: psql() uses it.
+    """
+
+    def __init__(self, name, password=None):
         self.name = name
+        self.password = password
         self.bin = _bindir()
         self.dir = tempfile.mkdtemp(prefix=f"outboxd-{name}-")
         shutil.chown(self.dir, "postgres", "postgres")
-        self.data = data or os.path.join(self.dir, "data")
+        self.data = os.path.join(self.dir, "data")
         self.port = free_port()
         self.log_path = os.path.join(self.dir, "postgresql.log")
 
     @classmethod
-    def primary(cls, name, **settings):
-        cluster = cls(name)
-        _as_postgres(f"{cluster.bin}/initdb", "-D", cluster.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                     "--locale=C", "--no-sync")
-        with open(os.path.join(cluster.data, "pg_hba.conf"), "w") as f:
-            f.write("local all all trust\nhost all all 127.0.0.1/32 trust\n"
-                    "host replication all 127.0.0.1/32 trust\n")
+    def primary(cls, name, password=None, **settings):
+        cluster = cls(name, password)
+        auth = ["-A", "trust"]
+        if password is not None:
+            pwfile = os.path.join(cluster.dir, "pwfile")
+            with open(pwfile, "w") as f:
+                f.write(password + "\n")
+            shutil.chown(pwfile, "postgres", "postgres")
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
+        _as_postgres(f"{cluster.bin}/initdb", "-D", cluster.data, "-U", "postgres", "-E", "UTF8", "--locale=C",
+                     "--no-sync", *auth)
+        if password is None:
+            with open(os.path.join(cluster.data, "pg_hba.conf"), "w") as f:
+                f.write("local all all trust\nhost all all 127.0.0.1/32 trust\n"
+                        "host replication all 127.0.0.1/32 trust\n")
         cluster.configure(wal_level="replica", max_wal_senders=5, fsync="off", **settings)
         return cluster
 
     def standby(self, name, **settings):
-        """A streaming standby of this (running) server: pg_basebackup -R, cluster_name = name.
+        """A streaming standby of this (running, password-less) server: pg_basebackup -R, cluster_name = name.
 
         The copy would inherit the primary's synchronous_standby_names: once promoted, it would
         wait for a standby of its own that does not exist, so the standby starts without."""
@@ -73,22 +87,37 @@ class Cluster:
         result = _as_postgres(f"{self.bin}/pg_ctl", "start", "-D", self.data, "-l", self.log_path, "-w", "-t", "60",
                               check=False)
         if result.returncode != 0:
-            raise RuntimeError(f"{self.name} did not start:\n{self.log()}")
+            raise RuntimeError(f"{self.name} did not start (a locale missing? run scripts/setup.sh):\n{self.log()}")
         return self
+
+    def stop(self, mode="fast", wait=True):
+        """pg_ctl stop; without wait, returns the pg_ctl process (a smart stop waits for open sessions)."""
+        args = ["runuser", "-u", "postgres", "--", f"{self.bin}/pg_ctl", "stop", "-D", self.data, "-m", mode]
+        if not wait:
+            return subprocess.Popen([*args, "-W"], cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.run([*args, "-w"], cwd="/", capture_output=True, timeout=120)
 
     def kill(self):
         """The server dies at once, as in a crash: -m immediate skips the shutdown checkpoint."""
-        _as_postgres(f"{self.bin}/pg_ctl", "stop", "-D", self.data, "-m", "immediate", "-w", check=False)
+        self.stop("immediate")
 
     def promote(self):
         _as_postgres(f"{self.bin}/pg_ctl", "promote", "-D", self.data, "-w", "-t", "60")
 
-    def stop(self):
+    def remove(self):
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def url(self, database="postgres"):
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+    def psql(self, sql):
+        """Runs `sql` as postgres through the trusted socket."""
+        _as_postgres("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", self.dir, "-p", str(self.port),
+                     "-d", "postgres", "-c", sql)
+
+    def url(self, database="postgres", password=None):
+        """The superuser's URL over TCP, with `password` (default: the cluster's own) when there is one."""
+        password = self.password if password is None else password
+        credentials = "postgres" if password is None else f"postgres:{password}"
+        return f"postgresql://{credentials}@127.0.0.1:{self.port}/{database}"
 
     def log(self):
         try:
