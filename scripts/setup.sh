@@ -144,9 +144,12 @@ build_tree() {
 }
 
 install_missing
-ensure_locale
 java_ok || { echo "setup.sh: a JDK 17 or later is needed for Artemis and the JMS test" >&2; exit 1; }
-build_toxiproxy
+# What only the tests use; a Release build (the demo, the benchmarks) has no tests.
+if ((!release)); then
+  ensure_locale
+  build_toxiproxy
+fi
 ((build)) || exit 0
 if ((release)); then
   build_tree build-release Release -DOUTBOXD_TESTS=OFF -DOUTBOXD_SANITIZE=OFF
