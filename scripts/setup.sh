@@ -74,7 +74,7 @@ install_missing() {
   java_ok || installed openjdk-17-jdk-headless || missing+=(openjdk-17-jdk-headless)
   # The Node order saga example (its test runs npm ci): any node 18+ with npm on PATH will do.
   command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
-  go_bin >/dev/null || [[ -x $TOOLS/toxiproxy-server ]] || missing+=(golang-go)
+  ((release)) || go_bin >/dev/null || [[ -x $TOOLS/toxiproxy-server ]] || missing+=(golang-go)
   ((${#missing[@]})) || return 0
   [[ $(id -u) == 0 ]] || { echo "setup.sh: missing packages, run as root: ${missing[*]}" >&2; exit 1; }
   echo "setup.sh: installing ${missing[*]}"
