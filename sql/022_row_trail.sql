@@ -6,7 +6,7 @@
 -- Why: the dispatcher held table-wide UPDATE and DELETE on messages. It could
 -- requeue a parked or dispatched row with a plain UPDATE and leave no event,
 -- rewrite a row's body, headers, destination or writer, overwrite the last
--- error of a parked row, push a row into the future, or delete a parked row.
+-- error of a parked row, reschedule a row (due_at), or delete a parked row.
 -- And purge_row_events() compared intervals (a month counts 30 days) but cut
 -- at now() - older_than (calendar months), so '-1 year 364 days' passed the
 -- one-hour check and purged every event. What changes:
@@ -128,7 +128,7 @@ DECLARE
   use text;
 BEGIN
   IF pg_has_role(current_user, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
-    RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
+    RETURN NULL;
   END IF;
   IF TG_OP = 'DELETE' THEN
     RAISE EXCEPTION 'role % may not delete the % row %', current_user, OLD.status, OLD.message_id
@@ -150,21 +150,24 @@ END
 $$;
 
 COMMENT ON FUNCTION messages_guard() IS
-  'BEFORE UPDATE and DELETE trigger of messages (messages_guard_update, messages_guard_delete): refuses '
-  '(42501) a change the dispatcher may not make directly unless the role running it holds the table '
-  'owner''s rights, as the schema''s security-definer functions do.';
+  'AFTER UPDATE and DELETE trigger of messages (messages_guard_update, messages_guard_delete): refuses '
+  '(42501), and so undoes, a change the dispatcher may not make directly unless the role running it holds '
+  'the table owner''s rights, as the schema''s security-definer functions do.';
 
 -- The WHEN clauses are false for every statement outboxd runs, which
 -- therefore never enter PL/pgSQL: marks, retries and parks of pending rows,
 -- deleting accepted pending rows, purging dispatched and cancelled ones.
+-- AFTER, not BEFORE: a BEFORE row trigger makes every UPDATE and DELETE lock
+-- its row first, a WAL record per row, even when its WHEN clause is false;
+-- an AFTER trigger's error undoes the statement all the same.
 CREATE TRIGGER messages_guard_update
-  BEFORE UPDATE ON messages
+  AFTER UPDATE ON messages
   FOR EACH ROW
   WHEN (OLD.status <> 'pending' OR NEW.status NOT IN ('pending', 'dispatched', 'parked'))
   EXECUTE FUNCTION messages_guard();
 
 CREATE TRIGGER messages_guard_delete
-  BEFORE DELETE ON messages
+  AFTER DELETE ON messages
   FOR EACH ROW
   WHEN (OLD.status NOT IN ('pending', 'dispatched', 'cancelled'))
   EXECUTE FUNCTION messages_guard();

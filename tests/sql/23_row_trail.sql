@@ -54,7 +54,7 @@ SELECT is_empty(format($$SELECT c FROM unnest('{body,headers,destination,writer,
                                                 created_at,cancelled_at,subject,ttl}'::text[]) c
                         WHERE sqltest.try_as_member('outbox_dispatcher',
                                 format('UPDATE outbox.messages SET %%I = %%I WHERE id = %s', c, c)) <> '42501'$$, :m1),
-  '... so it cannot forge a body, headers, destination or writer, nor push a row into the future');
+  '... so it cannot forge a body, headers, destination or writer, nor reschedule a row (due_at)');
 SELECT is((SELECT body FROM outbox.messages WHERE id = :m1), '\x78'::bytea, '... and the row is untouched');
 
 -- The daemon's own marks -------------------------------------------------------------
