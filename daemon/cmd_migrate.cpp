@@ -1,4 +1,4 @@
-// `outboxd migrate [--dry-run]`: apply the embedded SQL migrations and say what happened.
+// `outboxd migrate [--dry-run] [--legacy-writer ROLE]`: apply the embedded SQL migrations and say what happened.
 #include <iostream>
 
 #include "config/loader.hpp"
@@ -9,7 +9,7 @@
 
 namespace outboxd::daemon {
 
-int cmd_migrate(const std::string& path, bool dry_run) {
+int cmd_migrate(const std::string& path, bool dry_run, const std::string& legacy_writer) {
   const auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
   auto connection = connect_for_command(*config, "migrate");
@@ -19,6 +19,7 @@ int cmd_migrate(const std::string& path, bool dry_run) {
   options.workflow_schema = config->outbox.workflow_schema;
   options.partitions = config->outbox.partitions;
   options.dry_run = dry_run;
+  options.legacy_writer = legacy_writer;
   auto report = pg::migrate(*connection, options);
   if (!report) {
     std::cerr << "migrate: " << report.error().message << '\n';

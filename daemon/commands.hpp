@@ -44,7 +44,7 @@ struct ReplayOptions {
 
 int cmd_version();
 int cmd_check_config(const std::string& path);
-int cmd_migrate(const std::string& path, bool dry_run);
+int cmd_migrate(const std::string& path, bool dry_run, const std::string& legacy_writer);
 int cmd_status(const std::string& path, bool json);
 int cmd_requeue(const std::string& path, const AdminTarget& target);
 int cmd_skip(const std::string& path, const AdminTarget& target);

@@ -15,6 +15,7 @@ using namespace outboxd::daemon;
 struct Options {
   std::string config_path = "/etc/outboxd/outboxd.yaml";
   bool dry_run = false;
+  std::string legacy_writer;
   bool json = false;
   AdminTarget target;
   ParkedOptions parked;
@@ -26,8 +27,11 @@ struct Options {
 
 void no_options(CLI::App&, Options&) {}
 
-void dry_run_flag(CLI::App& cmd, Options& options) {
+void migrate_options(CLI::App& cmd, Options& options) {
   cmd.add_flag("--dry-run", options.dry_run, "list what would be applied, change nothing");
+  cmd.add_option("--legacy-writer", options.legacy_writer,
+                 "the login role that wrote the inbox and workflow rows written before writers were kept apart "
+                 "(migration 023; needed only when such rows exist)");
 }
 
 void json_flag(CLI::App& cmd, Options& options) { cmd.add_flag("--json", options.json, "machine-readable output"); }
@@ -94,8 +98,8 @@ constexpr std::array kCommands{
             [](const Options& o) { return cmd_run(o.config_path); }},
     Command{"check-config", "validate the configuration file", no_options,
             [](const Options& o) { return cmd_check_config(o.config_path); }},
-    Command{"migrate", "apply the SQL migrations", dry_run_flag,
-            [](const Options& o) { return cmd_migrate(o.config_path, o.dry_run); }},
+    Command{"migrate", "apply the SQL migrations", migrate_options,
+            [](const Options& o) { return cmd_migrate(o.config_path, o.dry_run, o.legacy_writer); }},
     Command{"status", "show pending, due, scheduled and parked rows", json_flag,
             [](const Options& o) { return cmd_status(o.config_path, o.json); }},
     Command{"requeue", "make parked rows pending again", parked_rows,

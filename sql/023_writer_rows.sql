@@ -1,8 +1,9 @@
 -- 023_writer_rows: each writer's inbox entries and workflow state are its own: keyed by writer, behind row-level security, and no writer may lock these tables beyond ROW EXCLUSIVE.
 --
 -- Runs inside the caller's transaction (outboxd migrate, or psql -1), after
--- 001_outbox.sql to 003_roles.sql and 011_inbox.sql, with the same
--- outboxd.schema and outboxd.workflow_schema settings.
+-- 001_outbox.sql to 021, with the same outboxd.schema and
+-- outboxd.workflow_schema settings, and outboxd.legacy_writer when the inbox
+-- or workflow tables hold rows.
 --
 -- Why: writers (applications) shared the inbox and the workflow tables with
 -- table-wide SELECT, INSERT, UPDATE and DELETE. One application's
@@ -17,11 +18,14 @@
 --   - writer on outbox.received_messages and workflow.instances,
 --     processed_messages and compensations: the login role (session_user)
 --     that inserted the row, filled by the column's default; writers may not
---     insert or update it. Rows written before this migration get '' (no
---     role has an empty name): no writer's, until a DBA assigns them
---     (docs/sql.md, Upgrading); the workflow tables' foreign keys carry
---     writer ON UPDATE CASCADE, so assigning a state record assigns its
---     processed ids and compensations.
+--     insert or update it. Rows written before this migration belong to the
+--     login role named by the setting outboxd.legacy_writer (outboxd migrate
+--     --legacy-writer ROLE); with such rows and no role named, the migration
+--     is refused (55000): rows of no writer would let an application start a
+--     running workflow again or process a delivery twice. A DBA may assign
+--     rows of other applications afterwards (docs/sql.md, Upgrading); the
+--     workflow tables' foreign keys carry writer ON UPDATE CASCADE, so
+--     assigning a state record assigns its processed ids and compensations.
 --   - every key takes writer after its old columns: (id, writer),
 --     (workflow_id, writer, message_id), (workflow_id, writer, step),
 --     compensation (message_id, writer), inbox (consumer, message_id,
@@ -63,16 +67,31 @@ ALTER TABLE compensations DROP CONSTRAINT compensations_workflow_id_fkey;
 DO $$
 DECLARE
   writer_role text := coalesce(nullif(current_setting('outboxd.schema', true), ''), 'outbox') || '_writer';
+  legacy text := coalesce(current_setting('outboxd.legacy_writer', true), '');
+  tables regclass[] := ARRAY['instances', 'processed_messages', 'compensations', 'received_messages']::regclass[];
   t regclass;
   columns text;
+  found_rows boolean;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['instances', 'processed_messages', 'compensations', 'received_messages']::regclass[] LOOP
-    -- Two steps, so that existing rows get '' rather than the migrating role.
-    EXECUTE format('ALTER TABLE %s ADD COLUMN writer text NOT NULL DEFAULT %L', t, '');
+  FOREACH t IN ARRAY tables LOOP
+    EXECUTE format('SELECT EXISTS (SELECT FROM %s)', t) INTO found_rows;
+    IF found_rows AND legacy = '' THEN
+      RAISE EXCEPTION '% holds rows written before each writer''s rows were its own: name the login role they belong to', t
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'outboxd migrate --legacy-writer ROLE (with psql, set outboxd.legacy_writer first); a DBA may '
+                     'then assign other applications'' rows (docs/sql.md, Upgrading).';
+    END IF;
+  END LOOP;
+  IF legacy <> '' AND NOT EXISTS (SELECT FROM pg_roles r WHERE r.rolname = legacy) THEN
+    RAISE EXCEPTION 'outboxd.legacy_writer names role "%", which does not exist', legacy USING ERRCODE = 'undefined_object';
+  END IF;
+  FOREACH t IN ARRAY tables LOOP
+    -- Two steps, so that existing rows get the legacy writer rather than the migrating role.
+    EXECUTE format('ALTER TABLE %s ADD COLUMN writer text NOT NULL DEFAULT %L', t, legacy);
     EXECUTE format('ALTER TABLE %s ALTER COLUMN writer SET DEFAULT session_user', t);
     EXECUTE format('COMMENT ON COLUMN %s.writer IS %L', t,
       'Login role (session_user) that inserted the row; writers see and change only their own rows (row-level '
-      'security). '''' for rows written before 023_writer_rows.sql: no writer''s until a DBA assigns them.');
+      'security). Rows written before 023_writer_rows.sql got outboxd.legacy_writer.');
     EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('CREATE POLICY own_rows ON %s USING (writer = session_user) WITH CHECK (writer = session_user)', t);
 
@@ -164,20 +183,23 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
+  -- A timestamp, compared as one: '-1 year 364 days' is more than 0 as an
+  -- interval (a month counts 30 days) but cuts a day into the future.
+  cutoff timestamptz := now() - older_than;
   purged int;
 BEGIN
-  IF older_than IS NULL OR older_than < interval '0' THEN
-    RAISE EXCEPTION 'older_than must be a non-negative interval' USING ERRCODE = 'invalid_parameter_value';
+  IF cutoff IS NULL OR cutoff > now() THEN
+    RAISE EXCEPTION 'older_than must not reach into the future' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   IF batch_size IS NULL OR batch_size NOT BETWEEN 1 AND 100000 THEN
     RAISE EXCEPTION 'batch_size must be 1..100000' USING ERRCODE = 'invalid_parameter_value';
   END IF;
   -- The victims are locked (SKIP LOCKED: a concurrent purge takes others),
   -- so their ctid cannot change before the delete in the same statement.
-  EXECUTE format('WITH victims AS (SELECT r.ctid FROM %1$s r WHERE r.writer = session_user AND r.%2$I < now() - $1 '
+  EXECUTE format('WITH victims AS (SELECT r.ctid FROM %1$s r WHERE r.writer = session_user AND r.%2$I < $1 '
                  'ORDER BY r.%2$I LIMIT $2 FOR UPDATE SKIP LOCKED) '
                  'DELETE FROM %1$s r USING victims v WHERE r.ctid = v.ctid', rows, stamp)
-    USING older_than, batch_size;
+    USING cutoff, batch_size;
   GET DIAGNOSTICS purged = ROW_COUNT;
   RETURN purged;
 END
@@ -186,7 +208,7 @@ $$;
 COMMENT ON FUNCTION purge_own_rows(regclass, name, interval, int) IS
   'Internal, for purge_received() and purge_processed(), which run it as the owner: deletes at most batch_size '
   'rows of the table whose writer is session_user and whose column stamp is older than older_than, oldest '
-  'first; 22023 unless older_than >= 0 and batch_size is 1..100000.';
+  'first; 22023 unless now() - older_than is not in the future and batch_size is 1..100000.';
 
 CREATE OR REPLACE FUNCTION purge_received(older_than interval, batch_size int DEFAULT 1000)
 RETURNS int

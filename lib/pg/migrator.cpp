@@ -154,8 +154,9 @@ core::Result<bool> apply(Connection& connection, const MigrateOptions& options, 
   auto configured = connection.exec_params(
       "SELECT pg_catalog.set_config('outboxd.schema', $1, true), "
       "pg_catalog.set_config('outboxd.workflow_schema', $2, true), "
-      "pg_catalog.set_config('outboxd.partitions', $3, true)",
-      {options.schema, options.workflow_schema, std::to_string(options.partitions)});
+      "pg_catalog.set_config('outboxd.partitions', $3, true), "
+      "pg_catalog.set_config('outboxd.legacy_writer', $4, true)",
+      {options.schema, options.workflow_schema, std::to_string(options.partitions), options.legacy_writer});
   if (!configured) return configured.error();
   if (auto ran = connection.exec(migration.sql); !ran) return ran.error();
   // The scripts set search_path for the session. Given back in the same

@@ -26,6 +26,7 @@ struct MigrateOptions {
   std::string workflow_schema = "workflow";  // outboxd.workflow_schema
   int partitions = 64;                       // outboxd.partitions (first install only)
   bool dry_run = false;                      // change nothing; still validate what is applied
+  std::string legacy_writer;                 // outboxd.legacy_writer: who wrote the rows 023 finds
 };
 
 enum class MigrationState { applied_now, already_applied, would_apply };

@@ -93,7 +93,7 @@ SELECT is(workflow.purge_processed('7 days', 2), 2, '... and the next');
 SELECT is(workflow.purge_processed('7 days', 2), 1, '... and the rest');
 SELECT is(workflow.purge_processed('7 days', 2), 0, '... then nothing');
 SELECT is((SELECT count(*) FROM workflow.processed_messages), 2::bigint, 'recent ids are kept');
-SELECT throws_ok($$SELECT workflow.purge_processed('-1 day')$$, '22023', 'older_than must be a non-negative interval',
+SELECT throws_ok($$SELECT workflow.purge_processed('-1 day')$$, '22023', 'older_than must not reach into the future',
   'negative retention');
 
 -- compensations ---------------------------------------------------------------------

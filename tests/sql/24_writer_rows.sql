@@ -4,7 +4,7 @@ SELECT sqltest.writer_login('app_b');
 
 BEGIN;
 SET search_path = public;
-SELECT plan(38);
+SELECT plan(42);
 
 -- No writer can lock these tables beyond ROW EXCLUSIVE ------------------------------
 -- First, while this transaction holds no lock on them.
@@ -43,6 +43,11 @@ SELECT is(sqltest.try_login('app_a', $$UPDATE outbox.received_messages SET recei
 SELECT is(sqltest.ask_login('app_b', $$SELECT outbox.purge_received('1 day')::text$$), '1',
   'app_b''s purge deletes its own old entry ...');
 SELECT is((SELECT count(*) FROM outbox.received_messages), 2::bigint, '... and none of app_a''s');
+SELECT is(sqltest.try_login('app_a', $$SELECT outbox.purge_received('-1 year 364 days')$$),
+  '22023: older_than must not reach into the future',
+  'a purge age a month short of a year back, which cuts a day into the future, is refused (inbox) ...');
+SELECT is(sqltest.try_login('app_a', $$SELECT workflow.purge_processed('-1 year 364 days')$$),
+  '22023: older_than must not reach into the future', '... and for processed ids');
 SELECT is(sqltest.try_login('app_b', 'DELETE FROM outbox.received_messages'), '42501: permission denied for table received_messages',
   'writers delete inbox entries only through purge_received()');
 
@@ -122,7 +127,7 @@ SELECT results_eq($$SELECT status, version, data->>'note', timeout_message_id FR
 SELECT is(sqltest.try_login('app_a', $$INSERT INTO workflow.instances (id, kind, status, writer) VALUES ('x', 'k', 's', 'app_b')$$),
   '42501: permission denied for table instances', 'a writer cannot choose the writer column');
 
--- Upgrade: rows written before 023 are no writer's until a DBA assigns them ---------
+-- Upgrade: rows written before 023 belong to the role the migration is told ---------
 
 SELECT set_config('outboxd.schema', 'Up Outbox', true) AS s, set_config('outboxd.workflow_schema', 'up wf', true) AS w \gset
 \ir ../../sql/001_outbox.sql
@@ -133,31 +138,41 @@ SELECT "up wf".start('order-1', 'order', 'New');
 SELECT "up wf".record_processed('order-1', 'm-1');
 SELECT "up wf".record_compensation('order-1', 'refund', 'order-1:refund:1');
 SELECT "Up Outbox".record_received('stock', 'm-1');
-\ir ../../sql/023_writer_rows.sql
 SET LOCAL search_path = public;
 CREATE ROLE up_app IN ROLE "Up Outbox_writer";
+\set migration_023 `cat "$OUTBOXD_SQLTEST_ROOT/sql/023_writer_rows.sql"`
+SELECT throws_ok(:'migration_023', '55000', NULL,
+  'with rows written before it and no legacy writer named, 023 is refused: they would be no writer''s');
+SELECT set_config('outboxd.legacy_writer', 'no_such_role', true) AS l \gset
+SELECT throws_ok(:'migration_023', '42704', 'outboxd.legacy_writer names role "no_such_role", which does not exist',
+  'a legacy writer that is no role is refused');
+SELECT set_config('outboxd.legacy_writer', 'up_app', true) AS l \gset
+\ir ../../sql/023_writer_rows.sql
+SET LOCAL search_path = public;
 
 SELECT results_eq($$SELECT (SELECT string_agg(DISTINCT writer, ',') FROM "up wf".instances),
                            (SELECT string_agg(DISTINCT writer, ',') FROM "up wf".processed_messages),
                            (SELECT string_agg(DISTINCT writer, ',') FROM "up wf".compensations),
                            (SELECT string_agg(DISTINCT writer, ',') FROM "Up Outbox".received_messages)$$,
-  $$VALUES ('', '', '', '')$$, 'rows written before 023 get writer '''' (quoted schema names)');
+  $$VALUES ('up_app', 'up_app', 'up_app', 'up_app')$$,
+  'rows written before 023 belong to the legacy writer (quoted schema names)');
 SET SESSION AUTHORIZATION up_app;
-SELECT count(*) AS seen FROM "up wf".instances \gset
-RESET SESSION AUTHORIZATION;
-SELECT is(:seen::bigint, 0::bigint, 'a writer does not see them');
-
-UPDATE "up wf".instances SET writer = 'up_app' WHERE writer = '';
-UPDATE "Up Outbox".received_messages SET writer = 'up_app' WHERE writer = '' AND consumer = 'stock';
-SET SESSION AUTHORIZATION up_app;
-SELECT "up wf".record_processed('order-1', 'm-1') AS processed_again,
+SELECT "up wf".start('order-1', 'order', 'New') AS started_again,
+       "up wf".record_processed('order-1', 'm-1') AS processed_again,
        "up wf".save('order-1', 1, 'Paid') AS saved,
        "up wf".record_compensation('order-1', 'refund', 'order-1:refund:1') AS compensated_again,
        "Up Outbox".record_received('stock', 'm-1') AS received_again \gset
 RESET SESSION AUTHORIZATION;
-SELECT is(ROW(:'processed_again'::boolean, :'saved'::bigint, :'compensated_again'::boolean, :'received_again'::boolean)::text,
-  '(f,2,f,f)',
-  'once a DBA assigns them, they are the writer''s: its processed ids and compensations followed its state record');
+SELECT is(ROW(:'started_again'::boolean, :'processed_again'::boolean, :'saved'::bigint, :'compensated_again'::boolean,
+              :'received_again'::boolean)::text,
+  '(f,f,2,f,f)',
+  'its running workflow is not started again, its deliveries are not processed twice, its state saves');
+CREATE ROLE up_other IN ROLE "Up Outbox_writer";
+UPDATE "up wf".instances SET writer = 'up_other' WHERE id = 'order-1';
+SELECT results_eq($$SELECT (SELECT string_agg(DISTINCT writer, ',') FROM "up wf".processed_messages),
+                           (SELECT string_agg(DISTINCT writer, ',') FROM "up wf".compensations)$$,
+  $$VALUES ('up_other', 'up_other')$$,
+  'a DBA assigns a state record to another application: its processed ids and compensations follow');
 
 SELECT * FROM finish();
 ROLLBACK;

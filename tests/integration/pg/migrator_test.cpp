@@ -4,6 +4,8 @@
 // the dispatcher role may not (the deployment runs it as the database's owner).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -244,4 +246,31 @@ TEST_CASE("migrate refuses the schema names the config refuses, with the config'
   longest.workflow_schema = std::string(63, 'w');
   REQUIRE(migrate(connection, longest).ok());
   CHECK(schema_exists(connection, longest_outbox));
+}
+
+TEST_CASE("inbox and workflow rows from before writers were kept apart need their writer named", "[pg][migrate]") {
+  ScratchDatabase db;
+  Connection connection = db.connect();
+  std::vector<Migration> before;
+  std::copy_if(migrations().begin(), migrations().end(), std::back_inserter(before),
+               [](const Migration& m) { return m.version < 23; });  // 023_writer_rows.sql adds the writer
+  REQUIRE(migrate(connection, ScratchDatabase::default_options(), before).ok());
+  must(connection, "SELECT workflow.start('order-1', 'order', 'New'), outbox.record_received('stock', 'm-1')");
+  must(connection, "DROP ROLE IF EXISTS legacy_app_migrate_test");
+  must(connection, "CREATE ROLE legacy_app_migrate_test IN ROLE outbox_writer");
+  struct DropRole {
+    Connection& connection;
+    ~DropRole() { must(connection, "DROP ROLE legacy_app_migrate_test"); }
+  } drop{connection};
+
+  auto refused = migrate(connection, ScratchDatabase::default_options());
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("[55000]") && Catch::Contains("--legacy-writer"));
+
+  MigrateOptions options = ScratchDatabase::default_options();
+  options.legacy_writer = "legacy_app_migrate_test";
+  REQUIRE(migrate(connection, options).ok());
+  CHECK(must(connection, "SELECT (SELECT writer FROM workflow.instances) || ',' || "
+                         "(SELECT writer FROM outbox.received_messages)")
+            .text(0, 0) == "legacy_app_migrate_test,legacy_app_migrate_test");
 }
