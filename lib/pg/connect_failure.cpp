@@ -67,6 +67,18 @@ std::optional<core::Error> complete_connection(PGconn* conn, std::string_view do
   return connect_error(conn, doing);
 }
 
+// libpq checks its options before it tries any host, and refuses a bad one
+// with a message of its own (`invalid sslmode value: "x"`, `could not match
+// 2 port numbers to 3 hosts`). This process never sets a locale, so libpq
+// writes those untranslated; no server is involved. Anything else that ends
+// an attempt at its start (every host refused at once) is the weather.
+core::Error start_error(PGconn* conn, std::string_view doing) {
+  core::Error error = connect_error(conn, doing);
+  const std::string_view text = PQerrorMessage(conn);
+  if (text.starts_with("invalid ") || text.starts_with("could not match ")) error.kind = core::ErrorKind::fatal;
+  return error;
+}
+
 core::Error connect_error(PGconn* conn, std::string_view doing) {
   const ConnectFailure failure = read_connect_failure(PQerrorMessage(conn), PQconnectionNeedsPassword(conn) == 1);
   std::string message(doing);

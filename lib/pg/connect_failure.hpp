@@ -34,4 +34,8 @@ std::optional<core::Error> complete_connection(pg_conn* conn, std::string_view d
 // The error of a failed attempt, as complete_connection() gives it.
 core::Error connect_error(pg_conn* conn, std::string_view doing);
 
+// The error of an attempt PQconnectStartParams ended at once: fatal when
+// libpq refused its options, transient when no host could be reached.
+core::Error start_error(pg_conn* conn, std::string_view doing);
+
 }  // namespace outboxd::pg

@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include "config/url.hpp"
+#include "config/watchdog.hpp"
 #include "pg/connect_failure.hpp"
 #include "pg/connect_params.hpp"
 #include "pg/connection_state.hpp"
@@ -104,16 +105,16 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
   // Only started: complete_connection() makes the attempt that counts.
   state->conn = PQconnectStartParams(keys.data(), values.data(), 0);
   if (state->conn == nullptr) return core::transient_error("cannot connect to PostgreSQL: out of memory");
-  // Failed already: options libpq refused, or no host to try at all.
-  if (PQstatus(state->conn) == CONNECTION_BAD) return connect_error(state->conn, "cannot connect to PostgreSQL");
+  if (PQstatus(state->conn) == CONNECTION_BAD) return start_error(state->conn, "cannot connect to PostgreSQL");
   if (auto failed = complete_connection(state->conn, "cannot connect to PostgreSQL")) return *failed;
   // Notices (e.g. "already exists, skipping") would otherwise go to stderr
   // past the daemon's logger.
   PQsetNoticeProcessor(state->conn, ignore_notice, nullptr);
   state->pooler = config.pooler;
   // The server ends a statement after statement_timeout; connect_timeout, what
-  // the network may take to answer at all, is the margin on top of it.
-  if (config.statement_timeout.count() > 0) state->reply_timeout = config.statement_timeout + config.connect_timeout;
+  // the network may take to answer at all, is the margin on top of it: the
+  // bound the watchdog rule holds the loop to.
+  if (auto bound = config::database_wait_bound(config)) state->reply_timeout = *bound;
   const Settings settings = daemon_settings(config);
   state->settings_sql = set_config_sql(settings.size(), config.pooler == config::Pooler::transaction);
   for (const auto& [name, value] : settings) {

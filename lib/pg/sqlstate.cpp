@@ -101,12 +101,15 @@ namespace outboxd::pg {
 
 core::ErrorKind classify_connect_failure(std::string_view sqlstate, bool password_missing) {
   if (password_missing) return ErrorKind::fatal;
-  if (sqlstate.empty()) return ErrorKind::transient;
-  // A refusal the weather explains (starting up, too many clients) passes;
-  // any other needs a person: credentials, a database or role that does not
-  // exist, CONNECT not granted (42501: no session to ask what to grant on),
-  // a setting the server rejects.
-  return classify(sqlstate) == ErrorKind::transient ? ErrorKind::transient : ErrorKind::fatal;
+  // Only what a person must fix: credentials (class 28), a database that
+  // does not exist, CONNECT not granted (42501), a startup setting the server
+  // rejects (42704 unknown, 22023 bad value). Any other code at login (a
+  // server starting, full, failing over or in trouble) and libpq's own
+  // failures (refused, timed out, name not resolved) are retried.
+  for (const std::string_view code : {"28", "3D000", "42501", "42704", "22023"}) {
+    if (matches(sqlstate, code)) return ErrorKind::fatal;
+  }
+  return ErrorKind::transient;
 }
 
 }  // namespace outboxd::pg

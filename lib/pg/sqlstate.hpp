@@ -43,12 +43,13 @@ Failure make_failure(std::string_view sqlstate, std::string message, bool connec
 
 namespace outboxd::pg {
 
-// A connection attempt the server refused with `sqlstate` (the rules above:
-// 57P03 starting up, 53300 too many clients, class 08 pass), or that libpq
-// ended on its own side (empty: refused, timed out, name not resolved), is
-// transient; every other code is fatal (class 28 credentials, 3D000 no such
-// database, 42501 CONNECT not granted, ...). So is a password the server asked
-// for and the config lacks (`password_missing`).
+// A connection attempt the server refused with `sqlstate` is fatal only for
+// what a person must fix: class 28 (credentials), 3D000 (no such database),
+// 42501 (CONNECT not granted), 42704 and 22023 (a startup setting the server
+// rejects); so is a password the server asked for and the config lacks
+// (`password_missing`). Every other code (57P03 starting up, 53300 too many
+// clients, a server in trouble) and libpq's own failures (empty: refused,
+// timed out, name not resolved) are transient.
 core::ErrorKind classify_connect_failure(std::string_view sqlstate, bool password_missing);
 
 }  // namespace outboxd::pg

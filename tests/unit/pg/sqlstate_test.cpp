@@ -117,6 +117,10 @@ TEST_CASE("connection failures: the server's code decides, credentials and names
   CHECK(classify_connect_failure("57P03", false) == ErrorKind::transient);  // starting up, shutting down
   CHECK(classify_connect_failure("53300", false) == ErrorKind::transient);  // too many clients
   CHECK(classify_connect_failure("08P01", false) == ErrorKind::transient);
+  CHECK(classify_connect_failure("42704", false) == ErrorKind::fatal);      // an unknown startup setting
+  CHECK(classify_connect_failure("XX000", false) == ErrorKind::transient);  // a server in trouble: no exit 78
+  CHECK(classify_connect_failure("58P01", false) == ErrorKind::transient);
+  CHECK(classify_connect_failure("55000", false) == ErrorKind::transient);
   CHECK(classify_connect_failure("", false) == ErrorKind::transient);  // refused, timed out, name not resolved
   CHECK(classify_connect_failure("", true) == ErrorKind::fatal);       // the server asked for a password we lack
 }
