@@ -1,6 +1,8 @@
 // The rule that keeps a statement waiting on a lock from looking like a hung daemon to the watchdog.
 #include "config/watchdog.hpp"
 
+#include <algorithm>
+
 namespace outboxd::config {
 namespace {
 
@@ -8,12 +10,11 @@ using std::chrono::milliseconds;
 
 std::string ms(milliseconds value) { return std::to_string(value.count()) + " ms"; }
 
-// In whole seconds, rounded up, as libpq reads connect_timeout.
-milliseconds connect_timeout_applied(const DatabaseConfig& database) {
-  return std::chrono::ceil<std::chrono::seconds>(database.connect_timeout);
-}
-
 }  // namespace
+
+std::chrono::seconds connect_timeout_applied(const DatabaseConfig& database) {
+  return std::max(std::chrono::seconds(2), std::chrono::ceil<std::chrono::seconds>(database.connect_timeout));
+}
 
 std::optional<milliseconds> database_wait_bound(const DatabaseConfig& database) {
   if (database.statement_timeout == milliseconds(0)) return std::nullopt;

@@ -9,6 +9,10 @@
 
 namespace outboxd::config {
 
+// connect_timeout as libpq applies it to each host of the URL: in whole
+// seconds, rounded up, and at least 2 (libpq reads 1 as 2).
+std::chrono::seconds connect_timeout_applied(const DatabaseConfig& database);
+
 // The longest the loop waits on the database between two watchdog pings
 // without a failure ending the wait: one connection attempt (libpq applies
 // connect_timeout in whole seconds) plus one statement, which PostgreSQL

@@ -3,14 +3,9 @@
 
 #include <algorithm>
 
+#include "config/watchdog.hpp"
+
 namespace outboxd::pg {
-namespace {
-
-long long whole_seconds_up(std::chrono::milliseconds duration) {
-  return std::max<long long>(1, (duration.count() + 999) / 1000);
-}
-
-}  // namespace
 
 Settings daemon_settings(const config::DatabaseConfig& config) {
   // Short OLTP statements only. The planner overestimates the scheduled claim
@@ -47,7 +42,7 @@ core::Result<ConnectParams> connect_params(const config::DatabaseConfig& config,
     if (key != "options" || !merge_options) add(key, value);
   }
   add("application_name", application_name);
-  add("connect_timeout", std::to_string(whole_seconds_up(config.connect_timeout)));
+  add("connect_timeout", std::to_string(config::connect_timeout_applied(config).count()));
   // A pooler refuses `options` in the startup packet (PgBouncer: "unsupported
   // startup parameter") or drops it; Connection applies the settings itself.
   if (merge_options) {

@@ -9,6 +9,7 @@ rows committed before it are dispatched within twice the timeouts that detect
 that fault, all set low here. `pytest -s` prints the recovery time of each fault.
 """
 
+import math
 import time
 import urllib.request
 from urllib.parse import urlparse, urlunparse
@@ -27,7 +28,8 @@ STATEMENT_TIMEOUT_MS = 2000
 CONNECT_TIMEOUT_MS = 1000
 IDLE_TIMEOUT_MS = 2000  # AMQP: nothing from the broker this long
 OUTCOME_TIMEOUT_MS = 2000
-REPLY_TIMEOUT_S = (STATEMENT_TIMEOUT_MS + CONNECT_TIMEOUT_MS) / 1000  # the daemon's wait for any database reply
+CONNECT_TIMEOUT_S = max(2, math.ceil(CONNECT_TIMEOUT_MS / 1000))  # as libpq applies it: whole seconds, at least 2
+REPLY_TIMEOUT_S = STATEMENT_TIMEOUT_MS / 1000 + CONNECT_TIMEOUT_S  # the daemon's wait for any database reply
 RECONNECT_MAX_MS = 500
 IN_FLIGHT = 200
 BATCH_SIZE = 100
@@ -45,7 +47,7 @@ FAULTS = [
      {"database": {"statement_timeout + connect_timeout": REPLY_TIMEOUT_S},
       "broker": {"idle_timeout": IDLE_TIMEOUT_MS / 1000}}),
     ("reset_peer", {"timeout": 0},
-     {"database": {"connect_timeout + reconnect_max": (CONNECT_TIMEOUT_MS + RECONNECT_MAX_MS) / 1000},
+     {"database": {"connect_timeout + reconnect_max": CONNECT_TIMEOUT_S + RECONNECT_MAX_MS / 1000},
       "broker": {"idle_timeout": IDLE_TIMEOUT_MS / 1000}}),
     ("bandwidth", {"rate": 50},  # KB/s
      {"database": {"statement_timeout": STATEMENT_TIMEOUT_MS / 1000},

@@ -20,13 +20,16 @@ TEST_CASE("the defaults fit a 90 s watchdog and not a 60 s one", "[config][watch
         "WatchdogSec");
 }
 
-TEST_CASE("connect_timeout counts in whole seconds, as libpq applies it", "[config][watchdog]") {
+TEST_CASE("connect_timeout counts in whole seconds, at least 2, as libpq applies it", "[config][watchdog]") {
   DatabaseConfig database;
   database.statement_timeout = milliseconds(500);
   database.connect_timeout = milliseconds(100);
-  CHECK(database_wait_bound(database) == milliseconds(1500));
-  CHECK_FALSE(watchdog_conflict(database, milliseconds(3750)));
-  CHECK(watchdog_conflict(database, milliseconds(3749)));
+  CHECK(connect_timeout_applied(database) == seconds(2));
+  CHECK(database_wait_bound(database) == milliseconds(2500));
+  CHECK_FALSE(watchdog_conflict(database, milliseconds(6250)));
+  CHECK(watchdog_conflict(database, milliseconds(6249)));
+  database.connect_timeout = milliseconds(2100);
+  CHECK(connect_timeout_applied(database) == seconds(3));
 }
 
 TEST_CASE("no statement limit never fits under a watchdog", "[config][watchdog]") {
