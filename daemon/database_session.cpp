@@ -32,11 +32,18 @@ bool DatabaseSession::notifications() const {
 // transaction mode that session is another client's between our
 // transactions, and no NOTIFY would ever wake the daemon: a NOTIFY sent from a
 // session of its own must come back on ours, or the daemon polls instead.
+// The check needs a second login: when that fails (a role's CONNECTION LIMIT,
+// a full pool), the LISTEN is trusted, as it is behind no pooler.
 core::Status DatabaseSession::check_listen() {
   auto sender = open_connection();
-  if (!sender) return sender.error();
-  auto sent = sender.value().exec_params("SELECT pg_catalog.pg_notify($1, '')", {store_->channel()});
-  if (!sent) return sent.error();
+  auto sent = sender ? sender.value().exec_params("SELECT pg_catalog.pg_notify($1, '')", {store_->channel()})
+                     : core::Result<pg::Rows>(sender.error());
+  if (!sent) {
+    spdlog::warn("could not check that LISTEN stays on its session (a NOTIFY from a second session: {}); trusting "
+                 "it", sent.error().message);
+    listen_lost_ = false;
+    return {};
+  }
   auto arrived = connection_->wait_for_notification(kListenCheck);
   if (!arrived) return arrived.error();
   if (!arrived.value() && !listen_lost_) {
