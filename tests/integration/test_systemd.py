@@ -10,9 +10,10 @@ import pytest
 
 from harness import Broker, Daemon, free_port, run_cli, wait_until, write_config
 
-# The watchdog interval the tests announce (WATCHDOG_USEC): pings are due every 2 s.
-WATCHDOG_S = 4.0
-# Short enough for that watchdog: 500 ms + 1 s (connect_timeout in whole seconds) <= 40% of 4 s.
+# The watchdog interval the tests announce (WATCHDOG_USEC): pings are due every 3.2 s.
+WATCHDOG_S = 6.4
+# Short enough for that watchdog: 500 ms + 2 s (connect_timeout as libpq applies it: whole
+# seconds, at least 2) <= 40% of 6.4 s.
 FAST_DATABASE = {"statement_timeout_ms": 500, "connect_timeout_ms": 100, "reconnect_min_ms": 100,
                  "reconnect_max_ms": 500}
 
@@ -195,8 +196,8 @@ def test_a_watchdog_shorter_than_a_blocked_statement_refuses_to_start(workdir, d
     daemon = Daemon(path).start()
     assert daemon.process.wait(timeout=30) == 78
     log = daemon.log()
-    assert "database.statement_timeout_ms (30000 ms) plus database.connect_timeout_ms (1000 ms" in log, log
-    assert "set statement_timeout_ms to at most 600 or raise WatchdogSec" in log, log
+    assert "database.statement_timeout_ms (30000 ms) plus database.connect_timeout_ms (2000 ms" in log, log
+    assert "set statement_timeout_ms to at most 560 or raise WatchdogSec" in log, log
     assert not notify.times("READY=1")
 
 
