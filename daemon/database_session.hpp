@@ -86,6 +86,9 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions) override {
     return store_->still_open(transactions);
   }
+  core::Result<pg::StandbyPosition> standby_position(const std::optional<std::string>& standby) override {
+    return store_->standby_position(standby);
+  }
 
   // LeaseStore
   core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl) override {

@@ -40,6 +40,7 @@ class RowStore {
   virtual core::Status arm_notify(std::string_view instance_id, bool armed) = 0;
   virtual core::Result<std::vector<std::string>> open_transactions() = 0;
   virtual core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions) = 0;
+  virtual core::Result<pg::StandbyPosition> standby_position(const std::optional<std::string>& standby) = 0;
 };
 
 // Partition leases and this instance's registration: the statements of pg::LeaseStore the loop runs.

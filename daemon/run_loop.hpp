@@ -20,6 +20,7 @@
 #include "dispatch/notify_policy.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/row_book.hpp"
+#include "dispatch/standby_gate.hpp"
 #include "metrics/health.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/registry.hpp"
@@ -85,7 +86,12 @@ class RunLoop {
   std::optional<Written> write_decisions();
   void count_failure(const dispatch::FailureWrite& failure);
   void release_drained();
+  void accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
+                    core::SteadyTime started);
   void after_claim(const dispatch::RowBook::Claimed& claimed);
+  void hold_for_standby(dispatch::HeldClaim claim);
+  void check_standby();
+  void let_through(std::optional<dispatch::StandbyGate::Released> released);
   bool finished_stopping() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
@@ -116,6 +122,7 @@ class RunLoop {
   bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
+  dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim held for the standby
   std::optional<core::SteadyTime> next_busy_claim_;
   bool broker_up_ = false;
   std::string broker_down_reason_;  // the last failed attempt's, logged at warn once

@@ -28,6 +28,12 @@ struct RunLoopMetrics {
         broker_up(r.gauge("outboxd_connected", kConnectedHelp, {{"peer", "broker"}})),
         claim_seconds(r.histogram("outboxd_claim_duration_seconds", "Time of one claim round trip")),
         mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")),
+        standby_wait_seconds(r.histogram("outboxd_standby_wait_seconds",
+                                         "Time a claim was held until the standby had flushed its rows "
+                                         "(database.wait_for_standby)",
+                                         {}, delay_buckets())),
+        standby_held_rows(r.gauge("outboxd_standby_held_rows",
+                                  "Claimed rows held until the standby has flushed them (database.wait_for_standby)")),
         delay_to_publish(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "publish"}},
                                      delay_buckets())),
         delay_to_accept(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "accept"}},
@@ -54,6 +60,8 @@ struct RunLoopMetrics {
   metrics::Gauge& broker_up;
   metrics::Histogram& claim_seconds;
   metrics::Histogram& mark_seconds;
+  metrics::Histogram& standby_wait_seconds;
+  metrics::Gauge& standby_held_rows;
   metrics::Histogram& delay_to_publish;  // handed to the AMQP client
   metrics::Histogram& delay_to_accept;   // the broker's accepted outcome applied
 

@@ -19,7 +19,7 @@ milliseconds until(core::SteadyTime now, core::SteadyTime then) {
 }  // namespace
 
 bool RunLoop::claim_possible() const {
-  return book_.claim_may_find_rows() && !stopping_ && db_.up() && leases_.may_publish() &&
+  return book_.claim_may_find_rows() && !standby_.holding() && !stopping_ && db_.up() && leases_.may_publish() &&
          book_.room_for_claim(static_cast<std::size_t>(config_.dispatch.batch_size));
 }
 
@@ -46,6 +46,7 @@ milliseconds RunLoop::sleep_budget() {
   consider(next_backlog_);
   consider(leases_.next_renewal());
   consider(late_commits_.next_check());
+  consider(standby_.next_check());
   if (writes_since_) consider(*writes_since_ + kMarkDelay);
   return until(now, deadline);
 }

@@ -63,6 +63,16 @@ struct CloudEventsConfig {
   bool operator==(const CloudEventsConfig&) const = default;
 };
 
+// database.wait_for_standby: publish a claimed row only once a standby has
+// flushed the WAL of its commit, so that a failover never loses a published row.
+struct StandbyWait {
+  enum class Mode { none, any, named };
+  Mode mode = Mode::none;
+  std::string application_name;  // Mode::named: the standby's primary_conninfo application_name
+
+  bool operator==(const StandbyWait&) const = default;
+};
+
 struct DatabaseConfig {
   std::string url;                // libpq URI or conninfo (required); shown only redacted
   PgTarget target;                // url, parsed
@@ -75,6 +85,7 @@ struct DatabaseConfig {
   Pooler pooler = Pooler::none;
   std::string listen_url;         // direct to PostgreSQL for LISTEN (pooler transaction); empty: poll
   PgTarget listen_target;         // listen_url, parsed
+  StandbyWait wait_for_standby;
 
   bool operator==(const DatabaseConfig&) const = default;
 };

@@ -78,6 +78,7 @@ const std::vector<Key>& keys() {
       restart<&Config::database, &DatabaseConfig::reconnect_max>("database.reconnect_max_ms"),
       restart<&Config::database, &DatabaseConfig::pooler>("database.pooler"),
       restart<&Config::database, &DatabaseConfig::listen_url>("database.listen_url"),
+      applied<&Config::database, &DatabaseConfig::wait_for_standby>("database.wait_for_standby"),
       restart<&Config::broker, &BrokerConfig::url>("broker.url"),
       restart<&Config::broker, &BrokerConfig::profile>("broker.profile"),
       restart<&Config::broker, &BrokerConfig::username>("broker.username"),

@@ -65,6 +65,25 @@ void read_tls(MapReader& broker, TlsConfig& out) {
   tls.boolean("verify_host", out.verify_host);
 }
 
+// none | any | a standby's application_name, which PostgreSQL keeps to
+// NAMEDATALEN - 1 = 63 bytes of printable ASCII (it shows other bytes as '?',
+// so such a name could never match).
+void read_standby_wait(MapReader& database, StandbyWait& out) {
+  std::string value;
+  if (!database.nonempty_text("wait_for_standby", value)) return;
+  if (value == "none") {
+    out = {};
+  } else if (value == "any") {
+    out = {StandbyWait::Mode::any, {}};
+  } else if (value.size() > 63 ||
+             !std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
+    database.report("wait_for_standby",
+                    "must be none, any, or a standby's application_name (at most 63 printable ASCII characters)");
+  } else {
+    out = {StandbyWait::Mode::named, std::move(value)};
+  }
+}
+
 }  // namespace
 
 void read_password(MapReader& section, std::string& out, std::string& file_out) {
@@ -112,6 +131,7 @@ void read_database(MapReader& root, DatabaseConfig& out) {
       out.listen_target = std::move(target).value();
     }
   }
+  read_standby_wait(database, out.wait_for_standby);
 }
 
 void read_broker(MapReader& root, BrokerConfig& out) {

@@ -33,6 +33,7 @@ void ClaimPass::on_lanes(std::vector<std::string> backlog_destinations, std::opt
 }
 
 void ClaimPass::restart() {
+  ++restarts_;
   cursor_ = 0;
   passed_over_.clear();
   backlog_destinations_.clear();

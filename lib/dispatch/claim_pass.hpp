@@ -1,6 +1,7 @@
 // The claim's walk over immediate rows in passes: where the next claim starts, and whose rows wait for the next pass.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,9 +40,13 @@ class ClaimPass {
   bool passed_over_any() const { return !passed_over_.empty(); }
   // From the lowest id again (new partitions, a new connection, a timeout marked).
   void restart();
+  // How many times the pass started over: a claim held back from on_claim
+  // (see StandbyGate) is out of date once this changed.
+  std::uint64_t restarts() const { return restarts_; }
 
  private:
   core::RowId cursor_ = 0;
+  std::uint64_t restarts_ = 0;
   std::unordered_map<std::string, core::RowId> passed_over_;  // order key: lowest id passed over
   std::vector<std::string> backlog_destinations_;
   std::string lanes_after_;

@@ -44,6 +44,7 @@ class RowBook {
   // From the lowest id again, and claim: new partitions (their rows may lie
   // below the cursor) or a new connection.
   void restart_pass();
+  std::uint64_t pass_restarts() const { return pass_.restarts(); }
   // Room for at least half a batch, a smaller claim not being worth its
   // round trip, and the payloads held below the in-flight bytes.
   bool room_for_claim(std::size_t batch_size) const;

@@ -321,4 +321,9 @@ std::string still_open() {
   return "SELECT x FROM unnest($1::text[]) x WHERE x IN (" + open_transactions() + ")";
 }
 
+// The primary's WAL position and standby $1's flushed one (NULL: any), as byte offsets.
+std::string standby_position(const std::string& function) {
+  return "SELECT (wal_position - '0/0')::bigint, (flushed - '0/0')::bigint FROM " + function + "($1)";
+}
+
 }  // namespace outboxd::pg::outbox_sql

@@ -39,5 +39,6 @@ std::string purge_events(const std::string& schema);
 std::string set_idle(const std::string& instances);
 std::string open_transactions();
 std::string still_open();
+std::string standby_position(const std::string& function);
 
 }  // namespace outboxd::pg::outbox_sql

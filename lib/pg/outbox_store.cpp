@@ -203,6 +203,7 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
       {prefix_ + "open_transactions", sql::open_transactions()},
       {prefix_ + "still_open", sql::still_open()},
+      {prefix_ + "standby_position", sql::standby_position(quote_ident(schema_) + ".standby_position")},
   };
   for (const auto& [name, text] : statements_) connection_.define(name, text);
 }
@@ -342,6 +343,12 @@ core::Result<std::vector<std::string>> OutboxStore::still_open(const std::vector
   auto rows = run("still_open", {text_array_literal(transactions)});
   if (!rows) return in_context("checking open transactions", rows.error());
   return first_column(rows.value());
+}
+
+core::Result<StandbyPosition> OutboxStore::standby_position(const std::optional<std::string>& standby) {
+  auto rows = run("standby_position", {standby});
+  if (!rows) return in_context("reading the standby's position", rows.error());
+  return StandbyPosition{rows.value().int64(0, 0), rows.value().optional_int64(0, 1)};
 }
 
 core::Status OutboxStore::listen() {

@@ -71,6 +71,13 @@ struct BacklogReport {
   bool beyond_bound = false;  // more destinations have rows than may be listed
 };
 
+// Byte positions in the primary's WAL (pg_lsn - '0/0'): how far it goes, and
+// how far the standby asked for has flushed it (none: no such standby reports).
+struct StandbyPosition {
+  std::int64_t wal = 0;
+  std::optional<std::int64_t> flushed;
+};
+
 // What OutboxStore::purge_failed() deleted.
 struct FailedPurge {
   int rows = 0;    // cancelled rows
@@ -154,6 +161,9 @@ class OutboxStore {
   // dispatch::LateCommitWatch.
   core::Result<std::vector<std::string>> open_transactions();
   core::Result<std::vector<std::string>> still_open(const std::vector<std::string>& transactions);
+  // The primary's WAL position now and what `standby` (its application_name;
+  // none: the most advanced) has flushed: see database.wait_for_standby.
+  core::Result<StandbyPosition> standby_position(const std::optional<std::string>& standby);
   // LISTEN on "<schema>_wakeup" (kept across Connection::reset()).
   core::Status listen();
   const std::string& channel() const { return channel_; }

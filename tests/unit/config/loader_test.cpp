@@ -233,3 +233,31 @@ TEST_CASE("secret values are never repeated in messages", "[config][loader]") {
   CHECK(loaded.diagnostics().size() == 3);
   CHECK(loaded.error_text().find("hunter") == std::string::npos);
 }
+
+TEST_CASE("wait_for_standby: none, any, or a standby's application_name", "[config][loader]") {
+  using Mode = StandbyWait::Mode;
+  const auto [value, mode, name] = GENERATE(table<std::string, Mode, std::string>({
+      {"none", Mode::none, ""},
+      {"any", Mode::any, ""},
+      {"replica-1", Mode::named, "replica-1"},
+      {"\"walreceiver\"", Mode::named, "walreceiver"},
+      {std::string(63, 's'), Mode::named, std::string(63, 's')},
+  }));
+  auto loaded = load_string("database:\n  url: postgresql://outboxd@127.0.0.1:5432/app\n  wait_for_standby: " + value +
+                           "\nbroker:\n  url: amqp://127.0.0.1:5672\n",
+                       "standby.yaml");
+  INFO(value << ": " << loaded.error_text());
+  REQUIRE(loaded.ok());
+  CHECK(loaded.value().database.wait_for_standby.mode == mode);
+  CHECK(loaded.value().database.wait_for_standby.application_name == name);
+}
+
+TEST_CASE("wait_for_standby refuses a name no standby can report", "[config][loader]") {
+  const auto value = GENERATE(std::string(64, 's'), std::string("\"caf\\u00e9\""), std::string("\"a\\tb\""),
+                              std::string("\"\""));
+  const auto found = messages_of("database:\n  url: postgresql://outboxd@127.0.0.1:5432/app\n  wait_for_standby: " +
+                                 value + "\nbroker:\n  url: amqp://127.0.0.1:5672\n");
+  INFO(value);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].find("database.wait_for_standby: ") != std::string::npos);
+}

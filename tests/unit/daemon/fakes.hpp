@@ -45,6 +45,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     row.message.writer = std::move(writer);
     row.message.partition = partition;
     table[id] = std::move(row);
+    wal += 100;  // its commit record
     if (armed) notified_ = true;  // the writer saw an armed instance and sent NOTIFY
     return id;
   }
@@ -171,6 +172,12 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   core::Result<std::vector<std::string>> still_open(const std::vector<std::string>&) override {
     return std::vector<std::string>();
   }
+  // The primary's WAL grows with every insert; the standby has flushed what the test says.
+  core::Result<pg::StandbyPosition> standby_position(const std::optional<std::string>& standby) override {
+    ++standby_reads;
+    standby_asked = standby;
+    return pg::StandbyPosition{wal, standby_flushed};
+  }
 
   // LeaseStore: grants `held` to the caller at every balance, those in
   // `over_share` flagged so.
@@ -227,6 +234,10 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   std::optional<std::chrono::milliseconds> next_due;  // what a short claim says of the next scheduled row
   core::ClaimBytes last_claim_bytes;
   int losses = 0;
+  std::int64_t wal = 0;                           // the primary's WAL position
+  std::optional<std::int64_t> standby_flushed;    // none: no standby reports
+  std::optional<std::string> standby_asked;       // the standby the last read named
+  int standby_reads = 0;
   std::optional<core::Error> connect_error;
   // One-shot failures of the next statement of that kind.
   std::optional<core::Error> fail_claim, fail_mark, fail_failures;
