@@ -1,7 +1,9 @@
 // `outboxd status`, `requeue`, `skip` and `fire`: operator views and actions on the outbox.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -33,6 +35,24 @@ void print_row(const std::string& name, const pg::DestinationStatus& s) {
               static_cast<long long>(s.pending),
               static_cast<long long>(s.due), static_cast<long long>(s.scheduled),
               static_cast<long long>(s.retrying), static_cast<long long>(s.parked), age.c_str());
+}
+
+// With database.wait_for_standby: how far the standby is behind the primary, or that none reports.
+struct StandbyLine {
+  std::string waits_for;                  // the standby's name, or "any"
+  std::optional<std::int64_t> behind;     // WAL bytes; none: no such standby reports
+};
+
+core::Result<std::optional<StandbyLine>> standby_line(pg::OutboxStore& store, const config::StandbyWait& wait) {
+  using Mode = config::StandbyWait::Mode;
+  if (wait.mode == Mode::none) return std::optional<StandbyLine>();
+  std::optional<std::string> name;
+  if (wait.mode == Mode::named) name = wait.application_name;
+  auto position = store.standby_position(name);
+  if (!position) return position.error();
+  StandbyLine line{name.value_or("any"), std::nullopt};
+  if (position.value().flushed) line.behind = std::max<std::int64_t>(0, position.value().wal - *position.value().flushed);
+  return std::optional<StandbyLine>(std::move(line));
 }
 
 using ParkedAction = core::Result<std::vector<std::string>> (pg::OperatorActions::*)(const pg::ParkedTarget&);
@@ -67,9 +87,16 @@ int cmd_status(const std::string& path, bool json) {
   auto report = store.status();
   if (!report) return database_failure("status", report.error(), *connection, *config);
   const auto& r = report.value();
+  auto standby = standby_line(store, config->database.wait_for_standby);
+  if (!standby) return database_failure("status", standby.error(), *connection, *config);
+  const auto& line = standby.value();
   if (json) {
     nlohmann::json out{{"total", to_json(r.total)}, {"destinations", nlohmann::json::object()}};
     for (const auto& d : r.destinations) out["destinations"][d.destination] = to_json(d);
+    if (line) {
+      out["standby"] = {{"waits_for", line->waits_for}, {"reports", line->behind.has_value()},
+                        {"behind_bytes", line->behind ? nlohmann::json(*line->behind) : nlohmann::json()}};
+    }
     std::cout << out.dump(2) << '\n';
     return kExitOk;
   }
@@ -77,6 +104,13 @@ int cmd_status(const std::string& path, bool json) {
               "parked", "oldest due");
   for (const auto& d : r.destinations) print_row(d.destination, d);
   print_row("(total)", r.total);
+  if (line && line->behind) {
+    std::printf("standby %s: %lld bytes of WAL behind the primary\n", shown(line->waits_for).c_str(),
+                static_cast<long long>(*line->behind));
+  } else if (line) {
+    std::printf("standby %s: does not report; outboxd publishes nothing until it does "
+                "(database.wait_for_standby)\n", shown(line->waits_for).c_str());
+  }
   return kExitOk;
 }
 

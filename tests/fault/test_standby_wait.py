@@ -19,7 +19,7 @@ import urllib.request
 import psycopg2
 import pytest
 
-from harness import Broker, Consumer, Daemon, Database, free_port, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, Database, free_port, run_cli, unique, wait_until, write_config
 from pg_cluster import Cluster
 from steady_writer import Writer, session_order_violations
 
@@ -91,6 +91,8 @@ def test_a_failover_after_replication_fell_behind(workdir, rabbitmq, servers, wa
             # The new primary has no standby yet: nothing of it is published, and /metrics says so.
             wait_until(lambda: metric(metrics_port, "outboxd_standby_held_rows") > 0, timeout=30,
                        what="rows held while the new primary has no standby")
+            status = run_cli("status", "-c", path).stdout
+            assert "standby standby: does not report; outboxd publishes nothing" in status, status
             time.sleep(1)
             consumer.receive(10000, timeout=0.5)
             since_promotion = {m for m, at in writer.committed if at > promoted_at}
@@ -118,6 +120,9 @@ def test_a_failover_after_replication_fell_behind(workdir, rabbitmq, servers, wa
         assert session_order_violations([m for m in deliveries if m in rows], rows) == []
         assert daemon.alive(), daemon.log()
         mean_wait = f"{1000 * waited / waits:.2f} ms per claim over {waits:.0f} claims" if waits else "-"
+        if wait_for_standby != "none":
+            status = run_cli("status", "-c", path).stdout
+            assert re.search(r"^standby standby: \d+ bytes of WAL behind the primary$", status, re.M), status
         print(f"wait_for_standby {wait_for_standby}: {during_freeze} commits during the {FREEZE_S} s freeze, "
               f"{len(gone)} lost by the failover, {len(phantoms)} of them published (phantoms); "
               f"standby wait before the freeze: {mean_wait}")

@@ -137,11 +137,12 @@ SELECT results_eq($$
            ('outbox.requeue_parked(text[],text,boolean,text)'),
            ('outbox.reschedule(text,timestamp with time zone)'),
            ('outbox.skip_parked(text[],text,boolean,text)'),
+           ('outbox.standby_position(text)'),
            ('outbox.workflow_states(text)'),
            ('workflow.purge_processed(interval,integer)'),
            ('workflow.remove(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states(), the purges and remove(), which delete what writers may not, and the triggers that look for an idle instance, record a status change or read what writers may not');
+  'workflow_states() and standby_position(), the purges and remove(), which delete what writers may not, and the triggers that look for an idle instance, record a status change or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
@@ -163,7 +164,8 @@ SELECT set_eq($$
            ('workflow.clear_timeout', 'boolean'), ('workflow.record_compensation', 'boolean'),
            ('workflow.set_compensation_status', 'boolean'), ('workflow.remove', 'boolean'),
            ('outbox.requeue_parked', 'text'), ('outbox.skip_parked', 'text'), ('outbox.replay', 'record'),
-           ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record'), ('outbox.fire_scheduled', 'text')$$,
+           ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record'), ('outbox.fire_scheduled', 'text'),
+           ('outbox.standby_position', 'record')$$,
   'the API functions and their return types, as the Reference of docs/sql.md lists them');
 
 SELECT * FROM finish();
