@@ -4,7 +4,7 @@
 # Usage: scripts/schema.sh [--check]
 #   (default)  migrate a new database, dump its schema and the two group roles, write docs/schema.sql
 #   --check    the same dump, compared with docs/schema.sql: exit 1 with the diff when they differ
-# The database is created on OUTBOXD_TEST_PG_URL (a superuser URL, as scripts/services.sh exports
+# The database (from template0) is created on OUTBOXD_TEST_PG_URL (a superuser URL, as scripts/services.sh exports
 # it) and dropped afterwards; unset, a PostgreSQL of scripts/services.sh is started in a scratch
 # dir of its own for the run. The migrations are the ones built into OUTBOXD_BIN (default:
 # build/daemon/outboxd, rebuilt first so that it carries sql/ as it is now).
@@ -63,7 +63,7 @@ query=${url#"$base"}
 db_url=${base%/*}/$database$query
 [[ $base =~ ^postgres(ql)?://[^/]*/[^/]*$ ]] || die "OUTBOXD_TEST_PG_URL is not a URL like postgresql://user@host:port/db"
 
-psql -qX -v ON_ERROR_STOP=1 -d "$url" -c "CREATE DATABASE $database" >/dev/null
+psql -qX -v ON_ERROR_STOP=1 -d "$url" -c "CREATE DATABASE $database TEMPLATE template0" >/dev/null
 printf 'database:\n  url: %s\nbroker:\n  url: amqp://127.0.0.1:1\n' "$db_url" >"$work/migrate.yaml"
 "$outboxd" migrate -c "$work/migrate.yaml" >"$work/migrate.out" 2>&1 || { cat "$work/migrate.out" >&2; die "outboxd migrate failed"; }
 version=$(tail -n 1 "$work/migrate.out" | sed -n 's/.*version 0 -> \([0-9]*\)$/\1/p')
