@@ -4,10 +4,11 @@
 # Usage: scripts/schema.sh [--check]
 #   (default)  migrate a new database, dump its schema and the two group roles, write docs/schema.sql
 #   --check    the same dump, compared with docs/schema.sql: exit 1 with the diff when they differ
-# The database (from template0) is created on OUTBOXD_TEST_PG_URL (a superuser URL, as scripts/services.sh exports
-# it) and dropped afterwards; unset, a PostgreSQL of scripts/services.sh is started in a scratch
-# dir of its own for the run. The migrations are the ones built into OUTBOXD_BIN (default:
-# build/daemon/outboxd, rebuilt first so that it carries sql/ as it is now).
+# The database (from template0) is created on OUTBOXD_TEST_PG_URL (a superuser URL, as
+# scripts/services.sh exports it) and dropped afterwards; unset, a PostgreSQL of
+# scripts/services.sh is started in a scratch dir of its own for the run. The migrations are
+# the ones built into OUTBOXD_BIN (default: build/daemon/outboxd, rebuilt first so that it
+# carries sql/ as it is now).
 #
 # The dump is pg_dump --schema-only --no-owner (the owner is whoever migrates) without what
 # changes from run to run or from version to version of pg_dump: its header and \restrict
