@@ -31,14 +31,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   pg::OutboxStore store(connection.value(), config.value().outbox.schema);
-  // Marks are fenced by lease, as the daemon's are: hold every partition for the run.
+  // Marks are fenced by lease, as the daemon's are: hold the partitions for the run, every one
+  // while no daemon of this outbox is live (balance shares them with live instances).
   const std::string owner = "claim_mark";
   pg::LeaseStore leases(connection.value(), config.value().outbox.schema);
-  if (auto registered = leases.register_instance(owner); !registered) {
-    std::fprintf(stderr, "claim_mark: %s\n", registered.error().message.c_str());
-    return 1;
-  }
-  auto held = leases.acquire_all(owner, std::chrono::minutes(10));
+  auto held = leases.balance(owner, std::chrono::minutes(10));
   if (!held) {
     std::fprintf(stderr, "claim_mark: %s\n", held.error().message.c_str());
     return 1;

@@ -2,9 +2,10 @@
 # Demo on a fresh Debian 12 machine: an application writes to the outbox, outboxd publishes it to RabbitMQ.
 #
 # Usage: scripts/demo.sh
-# Builds only the daemon (Release, build-release/) and starts a new PostgreSQL and RabbitMQ
-# in .scratch/demo (the previous run's are removed first), stopped on exit
-# (OUTBOXD_DEMO_KEEP=1 leaves them running). Exit status 0 when every message arrived as it should.
+# Installs only the packages it runs (scripts/setup.sh --demo), builds only the daemon (Release,
+# build-release/) and starts a new PostgreSQL and RabbitMQ in .scratch/demo (the previous run's
+# are removed first), stopped on exit (OUTBOXD_DEMO_KEEP=1 leaves them running).
+# Exit status 0 when every message arrived as it should.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 root=$PWD
@@ -18,8 +19,8 @@ elapsed() {
   printf '%d.%d s' $((us / 1000000)) $((us / 100000 % 10))
 }
 
-say "build: outboxd alone, Release"
-scripts/setup.sh --release --target outboxd
+say "build: the demo's packages, outboxd alone (Release)"
+scripts/setup.sh --demo --target outboxd
 echo "  ready in $(elapsed "$t0")"
 
 say "services: PostgreSQL 15 and RabbitMQ (AMQP 1.0) on free ports"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building, testing and the demo need, then builds outboxd.
 #
-# Usage: scripts/setup.sh [--release] [--target T]... [--no-build]
-#   (default)    Debug build with sanitizers and the tests in build/
-#   --release    instead, a Release build without tests or sanitizers in build-release/
+# Usage: scripts/setup.sh [--release | --demo] [--target T]... [--no-build]
+#   (default)    every package the tests use; Debug build with sanitizers and the tests in build/
+#   --release    every package too; a Release build without tests or sanitizers in build-release/
+#   --demo       only the packages scripts/demo.sh uses (DEMO_PACKAGES: the daemon's build,
+#                PostgreSQL, RabbitMQ, the demo consumer); the Release build of --release
 #   --target T   build only target T (repeatable; e.g. outboxd); default: every target
 #   --no-build   install packages only
 # Safe to run again: only missing packages are installed, and builds are incremental
@@ -11,21 +13,29 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
-PACKAGES=(
+# What scripts/demo.sh runs: a Release outboxd, PostgreSQL and RabbitMQ from scripts/services.sh,
+# scripts/demo_consumer.py (Qpid Proton's Python binding) and curl for /metrics.
+DEMO_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache
   libpq-dev libssl-dev libqpid-proton-cpp12-dev libspdlog-dev libcli11-dev libyaml-cpp-dev
-  nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev catch2
-  postgresql postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
-  rabbitmq-server python3-qpid-proton python3-pytest python3-psycopg2
+  nlohmann-json3-dev libcpp-httplib-dev libsystemd-dev
+  postgresql rabbitmq-server python3-qpid-proton
+  # scripts/services.sh: ss, beyond Debian's essential set.
+  iproute2 curl
+)
+# The rest of what the tests use (with a JDK, Node and Go: see install_missing).
+TEST_PACKAGES=(
+  catch2
+  postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
+  python3-pytest python3-psycopg2
   shellcheck valgrind systemd
   # A German locale for the PostgreSQL test cluster whose server messages are not English
   # (see ensure_locale).
   locales
   # The JMS test's consumer (tests/clients/jms) is built with Maven from Maven Central.
   maven
-  # Called by scripts/services.sh beyond Debian's essential set: ss, and the
-  # Artemis download over https.
-  iproute2 curl ca-certificates
+  # scripts/services.sh downloads Artemis over https.
+  ca-certificates
   # The container test (tests/container) builds and runs the image with these.
   podman buildah runc uidmap debootstrap
   # The CloudEvents consumer example's test (tests/examples) installs the SDK into a venv.
@@ -36,13 +46,15 @@ PACKAGES=(
   prometheus
 )
 
-usage() { echo "usage: scripts/setup.sh [--release] [--target T]... [--no-build]" >&2; exit 2; }
+usage() { echo "usage: scripts/setup.sh [--release | --demo] [--target T]... [--no-build]" >&2; exit 2; }
 release=0
+demo=0
 build=1
 targets=()
 while (($#)); do
   case $1 in
     --release) release=1 ;;
+    --demo) release=1 demo=1 ;;
     --target) (($# > 1)) || usage; targets+=("$2"); shift ;;
     --no-build) build=0 ;;
     *) usage ;;
@@ -69,11 +81,14 @@ java_ok() {
 }
 
 install_missing() {
-  local missing=() pkg policy=/usr/sbin/policy-rc.d
-  for pkg in "${PACKAGES[@]}"; do installed "$pkg" || missing+=("$pkg"); done
-  java_ok || installed openjdk-17-jdk-headless || missing+=(openjdk-17-jdk-headless)
-  # The Node order saga example (its test runs npm ci): any node 18+ with npm on PATH will do.
-  command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+  local missing=() pkg policy=/usr/sbin/policy-rc.d packages=("${DEMO_PACKAGES[@]}")
+  ((demo)) || packages+=("${TEST_PACKAGES[@]}")
+  for pkg in "${packages[@]}"; do installed "$pkg" || missing+=("$pkg"); done
+  if ((!demo)); then
+    java_ok || installed openjdk-17-jdk-headless || missing+=(openjdk-17-jdk-headless)
+    # The Node order saga example (its test runs npm ci): any node 18+ with npm on PATH will do.
+    command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+  fi
   ((release)) || go_bin >/dev/null || [[ -x $TOOLS/toxiproxy-server ]] || missing+=(golang-go)
   ((${#missing[@]})) || return 0
   [[ $(id -u) == 0 ]] || { echo "setup.sh: missing packages, run as root: ${missing[*]}" >&2; exit 1; }
@@ -144,7 +159,7 @@ build_tree() {
 }
 
 install_missing
-java_ok || { echo "setup.sh: a JDK 17 or later is needed for Artemis and the JMS test" >&2; exit 1; }
+((demo)) || java_ok || { echo "setup.sh: a JDK 17 or later is needed for Artemis and the JMS test" >&2; exit 1; }
 # What only the tests use; a Release build (the demo, the benchmarks) has no tests.
 if ((!release)); then
   ensure_locale

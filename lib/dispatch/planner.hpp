@@ -145,7 +145,7 @@ class Planner {
   template <class F>
   void for_each_known(F f) const;
 
-  std::vector<core::RowId> in_flight_ids() const;  // ascending; diagnostics and shutdown
+  std::vector<core::RowId> in_flight_ids() const;  // ascending; read by tests
   std::size_t in_flight() const { return in_flight_; }
   std::size_t in_flight_bytes() const { return in_flight_bytes_; }
   std::size_t held_bytes() const { return held_bytes_; }  // payloads of the rows buffered and in flight

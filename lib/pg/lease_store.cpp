@@ -1,7 +1,5 @@
-// Lease statements: compare-and-set on expiry and owner, epochs for fencing.
+// Lease statements: compare-and-set on owner and expiry, the two the fence of every writing statement checks.
 #include "pg/lease_store.hpp"
-
-#include <algorithm>
 
 #include "pg/text_codec.hpp"
 
@@ -10,32 +8,6 @@ namespace {
 
 core::Error in_context(const char* context, const core::Error& error) {
   return {error.kind, std::string(context) + ": " + error.message};
-}
-
-// Heartbeat and lease change in one statement: one round trip per renewal.
-std::string heartbeat(const std::string& s) {
-  return "WITH beat AS (UPDATE " + s + ".instances SET heartbeat_at = now() WHERE instance_id = $1) ";
-}
-
-constexpr const char* kReturning =
-    " RETURNING l.partition, l.epoch, ceil(extract(epoch FROM l.expires_at - now()) * 1000)::bigint";
-
-// READ COMMITTED re-checks the WHERE clause on a row another instance just
-// changed, so two acquirers cannot both win a partition.
-std::string acquire_sql(const std::string& s) {
-  return heartbeat(s) + "UPDATE " + s + ".leases l SET "
-         "epoch = CASE WHEN l.owner IS DISTINCT FROM $1 THEN l.epoch + 1 ELSE l.epoch END, "
-         "acquired_at = CASE WHEN l.owner IS DISTINCT FROM $1 THEN now() ELSE l.acquired_at END, "
-         "owner = $1, renewed_at = now(), "
-         "expires_at = now() + $2::bigint * interval '1 millisecond' "
-         "WHERE l.owner IS NULL OR l.owner = $1 OR l.expires_at IS NULL OR l.expires_at <= now()" +
-         kReturning;
-}
-
-std::string renew_sql(const std::string& s) {
-  return heartbeat(s) + "UPDATE " + s + ".leases l SET renewed_at = now(), "
-         "expires_at = now() + $2::bigint * interval '1 millisecond' "
-         "WHERE l.owner = $1 AND l.expires_at > now()" + kReturning;
 }
 
 std::string ms(const char* param) { return std::string(param) + "::bigint * interval '1 millisecond'"; }
@@ -63,8 +35,9 @@ std::string balance_sql(const std::string& s) {
          "owner = $1, renewed_at = now(), expires_at = now() + " + ms("$2") + " "
          "WHERE l.partition IN (SELECT partition FROM mine UNION ALL SELECT partition FROM free) "
          "AND ((l.owner = $1 AND l.expires_at > now()) OR l.owner IS NULL OR l.expires_at IS NULL "
-         "OR l.expires_at <= now())" + kReturning + ") "
-         "SELECT t.*, coalesce(m.rank > (SELECT n FROM share), false) FROM taken t LEFT JOIN mine m USING (partition)";
+         "OR l.expires_at <= now()) RETURNING l.partition) "
+         "SELECT t.partition, coalesce(m.rank > (SELECT n FROM share), false) FROM taken t "
+         "LEFT JOIN mine m USING (partition) ORDER BY t.partition";
 }
 
 }  // namespace
@@ -76,8 +49,6 @@ LeaseStore::LeaseStore(Connection& connection, std::string schema)
                      "INSERT INTO " + s + ".instances (instance_id) VALUES ($1) ON CONFLICT (instance_id) "
                      "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false");
   connection_.define(prefix_ + "deregister", "DELETE FROM " + s + ".instances WHERE instance_id = $1");
-  connection_.define(prefix_ + "acquire_all", acquire_sql(s));
-  connection_.define(prefix_ + "renew", renew_sql(s));
   // Owner NULL: the next taker raises the epoch, even if it is us again.
   connection_.define(prefix_ + "release_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
                                               "WHERE owner = $1");
@@ -98,31 +69,6 @@ core::Status LeaseStore::deregister(std::string_view instance_id) {
   return {};
 }
 
-core::Result<std::vector<Lease>> LeaseStore::leases(std::string_view statement, std::string_view instance_id,
-                                                    std::chrono::milliseconds ttl, const char* context) {
-  auto rows = connection_.exec_prepared(prefix_ + std::string(statement),
-                                        {std::string(instance_id), std::to_string(ttl.count())});
-  if (!rows) return in_context(context, rows.error());
-  std::vector<Lease> held;
-  held.reserve(static_cast<std::size_t>(rows.value().size()));
-  const bool flagged = rows.value().columns() > 3;
-  for (int r = 0; r < rows.value().size(); ++r) {
-    held.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().int64(r, 1),
-                    std::chrono::milliseconds(rows.value().int64(r, 2)), flagged && rows.value().boolean(r, 3)});
-  }
-  std::sort(held.begin(), held.end(), [](const Lease& a, const Lease& b) { return a.partition < b.partition; });
-  return held;
-}
-
-core::Result<std::vector<Lease>> LeaseStore::acquire_all(std::string_view instance_id,
-                                                         std::chrono::milliseconds ttl) {
-  return leases("acquire_all", instance_id, ttl, "acquiring leases");
-}
-
-core::Result<std::vector<Lease>> LeaseStore::renew(std::string_view instance_id, std::chrono::milliseconds ttl) {
-  return leases("renew", instance_id, ttl, "renewing leases");
-}
-
 core::Status LeaseStore::release_all(std::string_view instance_id) {
   auto done = connection_.exec_prepared(prefix_ + "release_all", {std::string(instance_id)});
   if (!done) return in_context("releasing leases", done.error());
@@ -130,7 +76,14 @@ core::Status LeaseStore::release_all(std::string_view instance_id) {
 }
 
 core::Result<std::vector<Lease>> LeaseStore::balance(std::string_view instance_id, std::chrono::milliseconds ttl) {
-  return leases("balance", instance_id, ttl, "balancing leases");
+  auto rows = connection_.exec_prepared(prefix_ + "balance", {std::string(instance_id), std::to_string(ttl.count())});
+  if (!rows) return in_context("balancing leases", rows.error());
+  std::vector<Lease> held;
+  held.reserve(static_cast<std::size_t>(rows.value().size()));
+  for (int r = 0; r < rows.value().size(); ++r) {
+    held.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().boolean(r, 1)});
+  }
+  return held;
 }
 
 core::Status LeaseStore::release(std::string_view instance_id, const std::vector<int>& partitions) {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,8 +13,6 @@ namespace outboxd::pg {
 
 struct Lease {
   int partition = 0;
-  std::int64_t epoch = 0;               // grows with every change of owner
-  std::chrono::milliseconds expires_in{0};  // from the statement's start, database clock
   bool over_share = false;  // held beyond this instance's fair share: drain it, then release()
 };
 
@@ -30,29 +27,19 @@ class LeaseStore {
   core::Status register_instance(std::string_view instance_id);
   core::Status deregister(std::string_view instance_id);
 
-  // Takes every partition that is free, expired or already ours, for `ttl`
-  // from now. The epoch is raised when a partition changes owner (including
-  // from nobody). Also refreshes the instance heartbeat. Sorted by partition.
-  core::Result<std::vector<Lease>> acquire_all(std::string_view instance_id, std::chrono::milliseconds ttl);
-  // Extends only leases still held and unexpired; the ones missing from the
-  // result are lost. Also refreshes the instance heartbeat.
-  core::Result<std::vector<Lease>> renew(std::string_view instance_id, std::chrono::milliseconds ttl);
-  core::Status release_all(std::string_view instance_id);
-
   // One statement: refreshes the heartbeat, forgets instances silent for
   // kDeadAfterTtls lease times, and with share = ceil(partitions / live
   // instances) renews the unexpired leases held and takes free or expired
-  // ones up to the share. Held leases beyond the share are renewed too but
-  // flagged over_share, so that the caller can drain them before release().
+  // ones up to the share, each until `ttl` from now. Held leases beyond the
+  // share are renewed too but flagged over_share, so that the caller can
+  // drain them before release(). Sorted by partition.
   core::Result<std::vector<Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl);
   core::Status release(std::string_view instance_id, const std::vector<int>& partitions);
+  core::Status release_all(std::string_view instance_id);
 
   static constexpr int kDeadAfterTtls = 10;
 
  private:
-  core::Result<std::vector<Lease>> leases(std::string_view statement, std::string_view instance_id,
-                                          std::chrono::milliseconds ttl, const char* context);
-
   Connection& connection_;
   std::string prefix_;
 };

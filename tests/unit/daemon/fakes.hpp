@@ -182,11 +182,11 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   // LeaseStore: grants `held` to the caller at every balance, those in
   // `over_share` flagged so.
   core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id,
-                                               std::chrono::milliseconds ttl) override {
+                                               std::chrono::milliseconds) override {
     std::vector<pg::Lease> leases;
     for (const int partition : held) {
       owners[partition] = std::string(instance_id);
-      leases.push_back({partition, 1, ttl, over_share.contains(partition)});
+      leases.push_back({partition, over_share.contains(partition)});
     }
     return leases;
   }
