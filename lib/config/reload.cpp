@@ -79,6 +79,7 @@ const std::vector<Key>& keys() {
       restart<&Config::database, &DatabaseConfig::pooler>("database.pooler"),
       restart<&Config::database, &DatabaseConfig::listen_url>("database.listen_url"),
       restart<&Config::broker, &BrokerConfig::url>("broker.url"),
+      restart<&Config::broker, &BrokerConfig::urls>("broker.urls"),
       restart<&Config::broker, &BrokerConfig::profile>("broker.profile"),
       restart<&Config::broker, &BrokerConfig::username>("broker.username"),
       inline_password<&Config::broker>("broker.password"),
