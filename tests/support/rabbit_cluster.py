@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import tempfile
 
+from proton.utils import BlockingConnection
+
 from harness import require_env
 
 
@@ -30,7 +32,6 @@ class Node:
         return destination
 
     def connect(self, timeout=10):
-        from proton.utils import BlockingConnection
         return BlockingConnection(self.name, timeout=timeout, user=self.user, password=self.password,
                                   allowed_mechs="PLAIN")
 
@@ -74,11 +75,6 @@ class RabbitCluster:
         declared = self.rabbitmqctl(index, "eval", f'rabbit_amqqueue:declare(rabbit_misc:r(<<"/">>, queue, '
                                                    f'<<"{name}">>), true, false, {args}, none, <<"outboxd-test">>).')
         assert declared.startswith("{new,"), declared
-
-    def queue_members(self, name, index):
-        """Node `index`'s answer: the queue's leader and members, as `rabbitmqctl list_queues` gives them."""
-        return self.rabbitmqctl(index, "list_queues", "-q", "--no-table-headers", "name", "type", "leader",
-                                "members")
 
     def kill(self, index):
         """kill -9 of node `index` (0-based)."""
