@@ -65,30 +65,14 @@ void read_tls(MapReader& broker, TlsConfig& out) {
   tls.boolean("verify_host", out.verify_host);
 }
 
-// One broker (url, required unless urls is given) or the nodes of a cluster
-// (urls), never both: which one the publisher would use must not be a guess.
-void read_broker_urls(MapReader& broker, BrokerConfig& out) {
-  if (!broker.given("urls")) {
-    if (!broker.required_text("url", out.url)) return;
-    auto endpoint = parse_amqp_url(out.url);
-    if (!endpoint) return (void)broker.report("url", endpoint.error().message);
-    out.endpoints = {std::move(endpoint).value()};
-    out.tls.enabled = out.endpoints.front().tls;
-    return;
-  }
-  if (std::string ignored; broker.text("url", ignored)) {
-    broker.report("urls", "give either url (one broker) or urls (the nodes of a cluster), not both");
-    (void)broker.list("urls");
-    return;
-  }
-  const auto items = broker.list("urls");
-  if (!items) return;
-  if (items->empty()) return (void)broker.report("urls", "must list at least one broker url");
+// broker.urls' entries, each checked as broker.url is, at its own position;
+// out.endpoints is set only when every entry is usable.
+void read_broker_url_list(MapReader& broker, const std::vector<MapReader::Item>& items, BrokerConfig& out) {
   std::vector<AmqpEndpoint> endpoints;
   std::vector<std::size_t> indexes;  // of each parsed endpoint in the list
   bool usable = true;
-  for (std::size_t i = 0; i < items->size(); ++i) {
-    const auto& item = (*items)[i];
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto& item = items[i];
     out.urls.push_back(item.text);
     auto endpoint = parse_amqp_url(item.text);
     if (!endpoint) {
@@ -97,23 +81,40 @@ void read_broker_urls(MapReader& broker, BrokerConfig& out) {
       continue;
     }
     const auto same = std::find(endpoints.begin(), endpoints.end(), endpoint.value());
-    const auto first = indexes.empty() ? "" : "urls[" + std::to_string(indexes.front()) + "]";
     if (same != endpoints.end()) {
       broker.report_at(item.at, item.path,
                        "names the same broker as urls[" + std::to_string(indexes[same - endpoints.begin()]) + "]");
       usable = false;
     } else if (!endpoints.empty() && endpoint.value().tls != endpoints.front().tls) {
       // One set of TLS and SASL settings serves every node.
-      broker.report_at(item.at, item.path, "all urls must use the same scheme, amqp:// or amqps:// (" + first + " is " +
-                                               (endpoints.front().tls ? "amqps://" : "amqp://") + ")");
+      broker.report_at(item.at, item.path,
+                       "all urls must use the same scheme, amqp:// or amqps:// (urls[" + std::to_string(indexes.front()) +
+                           "] is " + (endpoints.front().tls ? "amqps://" : "amqp://") + ")");
       usable = false;
     }
     endpoints.push_back(std::move(endpoint).value());
     indexes.push_back(i);
   }
-  if (!usable) return;
-  out.endpoints = std::move(endpoints);
-  out.tls.enabled = out.endpoints.front().tls;
+  if (usable) out.endpoints = std::move(endpoints);
+}
+
+// One broker (url, required unless urls is given) or the nodes of a cluster
+// (urls), never both: which one the publisher would use must not be a guess.
+void read_broker_urls(MapReader& broker, BrokerConfig& out) {
+  if (!broker.given("urls")) {
+    if (!broker.required_text("url", out.url)) return;
+    auto endpoint = parse_amqp_url(out.url);
+    if (!endpoint) return (void)broker.report("url", endpoint.error().message);
+    out.endpoints = {std::move(endpoint).value()};
+  } else if (std::string ignored; broker.text("url", ignored)) {
+    broker.report("urls", "give either url (one broker) or urls (the nodes of a cluster), not both");
+    (void)broker.list("urls");  // known, so not reported as unknown too
+  } else if (const auto items = broker.list("urls"); items && items->empty()) {
+    broker.report("urls", "must list at least one broker url");
+  } else if (items) {
+    read_broker_url_list(broker, *items, out);
+  }
+  if (!out.endpoints.empty()) out.tls.enabled = out.endpoints.front().tls;
 }
 
 }  // namespace
