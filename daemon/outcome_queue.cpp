@@ -16,10 +16,10 @@ void OutcomeQueue::on_outcome(amqp::Outcome outcome) {
   if (first) event_fd_.notify();
 }
 
-void OutcomeQueue::on_connection(bool up, std::string reason) {
+void OutcomeQueue::on_connection(bool up, std::string node, std::string reason) {
   {
     std::lock_guard lock(mutex_);
-    pending_.connection_events.push_back({up, std::move(reason)});
+    pending_.connection_events.push_back({up, std::move(node), std::move(reason)});
   }
   event_fd_.notify();
 }

@@ -17,7 +17,7 @@ class OutcomeQueue final : public amqp::OutcomeSink {
 
   // AMQP thread.
   void on_outcome(amqp::Outcome outcome) override;
-  void on_connection(bool up, std::string reason) override;
+  void on_connection(bool up, std::string node, std::string reason) override;
 
   // Main thread: everything that arrived since the last call.
   BrokerNews take();

@@ -82,6 +82,7 @@ class Database {
 struct BrokerNews {
   struct ConnectionEvent {
     bool up = false;
+    std::string node;  // the broker node, host:port
     std::string reason;
   };
   std::vector<amqp::Outcome> outcomes;

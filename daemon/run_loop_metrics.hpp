@@ -26,6 +26,7 @@ struct RunLoopMetrics {
         partitions(r.gauge("outboxd_partitions_held", "Partitions leased by this instance")),
         database_up(r.gauge("outboxd_connected", kConnectedHelp, {{"peer", "database"}})),
         broker_up(r.gauge("outboxd_connected", kConnectedHelp, {{"peer", "broker"}})),
+        broker_node(r.gauge_set("outboxd_broker_node", kBrokerNodeHelp)),
         claim_seconds(r.histogram("outboxd_claim_duration_seconds", "Time of one claim round trip")),
         mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")),
         standby_wait_seconds(r.histogram("outboxd_standby_wait_seconds",
@@ -58,6 +59,7 @@ struct RunLoopMetrics {
   metrics::Gauge& partitions;
   metrics::Gauge& database_up;
   metrics::Gauge& broker_up;
+  metrics::GaugeSet& broker_node;  // which node of broker.url(s) the connection is to
   metrics::Histogram& claim_seconds;
   metrics::Histogram& mark_seconds;
   metrics::Histogram& standby_wait_seconds;
@@ -67,6 +69,8 @@ struct RunLoopMetrics {
 
  private:
   static constexpr const char* kConnectedHelp = "1 while the connection to the peer is up, 0 otherwise";
+  static constexpr const char* kBrokerNodeHelp =
+      "1 for the broker node (host:port) the publisher is connected to; no series while it is not connected";
   static constexpr const char* kDelayHelp =
       "Time from a row becoming due (created_at, due_at of a timeout, or the end of a backoff; database "
       "clock up to the claim) until it was handed to the AMQP client or the broker accepted it";

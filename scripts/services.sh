@@ -10,6 +10,9 @@
 #   restart-pg | stop-pg | start-pg                 fault tests: same port, same data
 #   stop-pgbouncer | start-pgbouncer
 #   stop-rabbitmq | start-rabbitmq | restart-rabbitmq
+#   start-rabbitmq-cluster N   N more RabbitMQ nodes (rabbit1..rabbitN), clustered; `stop` stops them
+#   kill-rabbitmq-node I       kill -9 of cluster node I
+#   rabbitmqctl-node I ARGS... run rabbitmqctl against cluster node I
 #   stop-artemis | start-artemis | restart-artemis
 #   rabbitmqctl ARGS...    run rabbitmqctl against this scratch dir's node
 #   artemis ARGS...        run the Artemis CLI of this scratch dir's instance
@@ -25,7 +28,8 @@
 # OUTBOXD_TEST_PGBOUNCER_TX_URL and _SESSION_URL (the same cluster through PgBouncer in
 # transaction and in session mode, any database name, pools of 2 server connections);
 # OUTBOXD_TEST_RABBITMQ_URL _USER _PASSWORD _NODE; OUTBOXD_TEST_ARTEMIS_URL _USER _PASSWORD
-# _CORE_URL (for the artemis CLI); OUTBOXD_TEST_TOXIPROXY (the fault proxy's server, once
+# _CORE_URL (for the artemis CLI); OUTBOXD_TEST_RABBITMQ_CLUSTER_URLS and _NODES (space-separated,
+# node 1 first, killed nodes included); OUTBOXD_TEST_TOXIPROXY (the fault proxy's server, once
 # scripts/setup.sh built it); and OUTBOXD_SCRATCH, OUTBOXD_SERVICES_SH (this script).
 #
 # Credentials: PostgreSQL trusts loopback (user postgres), and so does PgBouncer for every
@@ -58,6 +62,11 @@ ARTEMIS_DIR=$SCRATCH/artemis
 ARTEMIS_INSTANCE=$ARTEMIS_DIR/broker
 ARTEMIS_PID_FILE=$ARTEMIS_DIR/artemis.pid
 RABBIT_DIR=$SCRATCH/rabbitmq
+# The node the rabbit_* functions act on: the single node above, or a cluster node (rabbit_select).
+RABBIT_KEY=RABBITMQ    # its ports: PORT[${RABBIT_KEY}_PORT] and PORT[${RABBIT_KEY}_DIST_PORT]
+RABBIT_LABEL=rabbitmq  # its name in status lines
+RABBIT_COOKIE=         # an Erlang cookie file the node shares (a cluster); empty: one of its own
+RABBIT_KEEP_EPMD=0     # 1: other nodes share epmd, so starting or stopping this one leaves it alone
 TEST_USER=outboxd
 TEST_PASSWORD=outboxd-secret
 START_TIMEOUT=${OUTBOXD_SERVICES_TIMEOUT:-300}
@@ -350,8 +359,8 @@ rabbit_env() {
   export HOME=$RABBIT_DIR/home
   export RABBITMQ_NODENAME=$RABBIT_NODE
   export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
-  export RABBITMQ_NODE_PORT=${PORT[RABBITMQ_PORT]:-}
-  export RABBITMQ_DIST_PORT=${PORT[RABBITMQ_DIST_PORT]:-}
+  export RABBITMQ_NODE_PORT=${PORT[${RABBIT_KEY}_PORT]:-}
+  export RABBITMQ_DIST_PORT=${PORT[${RABBIT_KEY}_DIST_PORT]:-}
   export ERL_EPMD_PORT=${PORT[EPMD_PORT]:-}
   export ERL_EPMD_ADDRESS=127.0.0.1
   export RABBITMQ_MNESIA_BASE=$RABBIT_DIR/mnesia
@@ -399,7 +408,9 @@ EOF
 
 rabbit_prepare() {
   mkdir -p "$RABBIT_DIR/home" "$RABBIT_DIR/mnesia" "$RABBIT_DIR/log"
-  if [[ ! -f $RABBIT_DIR/home/.erlang.cookie ]]; then
+  if [[ -n $RABBIT_COOKIE ]]; then
+    install -m 400 "$RABBIT_COOKIE" "$RABBIT_DIR/home/.erlang.cookie"
+  elif [[ ! -f $RABBIT_DIR/home/.erlang.cookie ]]; then
     (umask 077 && head -c 32 /dev/urandom | sha256sum | cut -c1-40 >"$RABBIT_DIR/home/.erlang.cookie")
     chmod 400 "$RABBIT_DIR/home/.erlang.cookie"
   fi
@@ -423,7 +434,7 @@ rabbit_prepare() {
   : >"$RABBIT_DIR/rabbitmq-env.conf"
   cat >"$RABBIT_DIR/rabbitmq.conf" <<EOF
 # Written by scripts/services.sh at every start.
-listeners.tcp.default = 127.0.0.1:${PORT[RABBITMQ_PORT]}
+listeners.tcp.default = 127.0.0.1:${PORT[${RABBIT_KEY}_PORT]}
 load_definitions = $RABBIT_DIR/definitions.json
 log.file.level = info
 log.console = false
@@ -438,36 +449,40 @@ rabbit_start() {
   t0=$(now_ms)
   if rabbit_running; then
     load_ports
-    report rabbitmq running "127.0.0.1:${PORT[RABBITMQ_PORT]}" "$t0"
+    report "$RABBIT_LABEL" running "127.0.0.1:${PORT[${RABBIT_KEY}_PORT]}" "$t0"
     return 0
   fi
   # After a kill -9 of the node its epmd is still there, holding our epmd port.
   load_ports
-  epmd_stop
-  ensure_ports RABBITMQ_PORT RABBITMQ_DIST_PORT EPMD_PORT
+  if ((RABBIT_KEEP_EPMD)); then
+    ensure_ports "${RABBIT_KEY}_PORT" "${RABBIT_KEY}_DIST_PORT"  # epmd runs for every node
+  else
+    epmd_stop
+    ensure_ports "${RABBIT_KEY}_PORT" "${RABBIT_KEY}_DIST_PORT" EPMD_PORT
+  fi
   rabbit_prepare
   rm -f "$RABBIT_DIR/rabbitmq.pid"
   log=$RABBIT_DIR/log/$RABBIT_NODE.log
   offset=$(($(stat -c %s "$log" 2>/dev/null || echo 0) + 1))
   if ! (rabbit_env && cd "$RABBIT_DIR" && exec "$RABBIT_BIN/rabbitmq-server" -detached) >"$RABBIT_DIR/start.log" 2>&1; then
-    report rabbitmq FAILED "127.0.0.1:${PORT[RABBITMQ_PORT]}" "$t0"
+    report "$RABBIT_LABEL" FAILED "127.0.0.1:${PORT[${RABBIT_KEY}_PORT]}" "$t0"
     show_log "$RABBIT_DIR/start.log"
     return 1
   fi
   deadline=$(($(now_ms) + START_TIMEOUT * 1000))
-  until tail -c "+$offset" "$log" 2>/dev/null | grep -q 'Server startup complete' && tcp_open "${PORT[RABBITMQ_PORT]}"; do
+  until tail -c "+$offset" "$log" 2>/dev/null | grep -q 'Server startup complete' && tcp_open "${PORT[${RABBIT_KEY}_PORT]}"; do
     pid=$(cat "$RABBIT_DIR/rabbitmq.pid" 2>/dev/null || true)
     if (($(now_ms) > deadline)) || { [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null; }; then
-      report rabbitmq FAILED "127.0.0.1:${PORT[RABBITMQ_PORT]}" "$t0"
+      report "$RABBIT_LABEL" FAILED "127.0.0.1:${PORT[${RABBIT_KEY}_PORT]}" "$t0"
       show_log "$RABBIT_DIR/start.log"
       show_log "$log"
       [[ -z $pid ]] || kill -KILL "$pid" 2>/dev/null || true
-      epmd_stop
+      ((RABBIT_KEEP_EPMD)) || epmd_stop
       return 1
     fi
     sleep 0.2
   done
-  report rabbitmq started "127.0.0.1:${PORT[RABBITMQ_PORT]}" "$t0"
+  report "$RABBIT_LABEL" started "127.0.0.1:${PORT[${RABBIT_KEY}_PORT]}" "$t0"
 }
 
 # epmd outlives the node; ours listens on our own port, so stop it by that port's pid.
@@ -494,10 +509,13 @@ rabbit_stop() {
       kill -KILL "$pid" 2>/dev/null || true
       wait_gone "$pid" 5 || true
     fi
-    report rabbitmq stopped - "$t0"
+    report "$RABBIT_LABEL" stopped - "$t0"
   fi
-  epmd_stop
+  ((RABBIT_KEEP_EPMD)) || epmd_stop
 }
+
+# shellcheck source=scripts/services_rabbitmq_cluster.sh
+source "$(dirname "$SELF")/services_rabbitmq_cluster.sh"
 
 # --- Apache ActiveMQ Artemis -----------------------------------------------
 
@@ -653,6 +671,7 @@ write_env() {
       echo "export OUTBOXD_TEST_ARTEMIS_USER=$TEST_USER OUTBOXD_TEST_ARTEMIS_PASSWORD=$TEST_PASSWORD"
       echo "export OUTBOXD_TEST_ARTEMIS_CORE_URL='tcp://127.0.0.1:${PORT[ARTEMIS_CORE_PORT]}'"
     fi
+    (cluster_env)
   } >"$ENV_FILE.tmp"
   mv "$ENV_FILE.tmp" "$ENV_FILE"
 }
@@ -701,9 +720,12 @@ stop_all() {
   [[ -d $SCRATCH ]] || return 0
   local pids=() pid
   artemis_stop & pids+=($!)
-  rabbit_stop & pids+=($!)
+  (RABBIT_KEEP_EPMD=1 && rabbit_stop) & pids+=($!)
+  rabbit_cluster_stop & pids+=($!)
   (pgbouncer_stop; pg_stop) & pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || true; done
+  load_ports
+  epmd_stop  # shared by the single node and the cluster's
   write_env
 }
 
@@ -749,6 +771,9 @@ main() {
     start-rabbitmq) one rabbit_start ;;
     stop-rabbitmq) one rabbit_stop ;;
     restart-rabbitmq) one rabbit_stop && one rabbit_start ;;
+    start-rabbitmq-cluster) one rabbit_cluster_start "$@" ;;
+    kill-rabbitmq-node) one rabbit_cluster_kill "$@" ;;
+    rabbitmqctl-node) rabbit_select "${1:?give the node number}" && shift && rabbitmqctl "$@" ;;
     start-artemis) one artemis_start ;;
     stop-artemis) one artemis_stop ;;
     restart-artemis) one artemis_stop && one artemis_start ;;

@@ -48,9 +48,9 @@ void ConnectionHandler::on_connection_open(proton::connection& connection) {
   guarded("on_connection_open", [&] {
     if (!is_current(connection) || state_ != State::connecting) return;
     state_ = State::up;
-    up_since_ = now();
+    rotation_.connected(now());
     connected_ = true;
-    sink_.on_connection(true, "connected to " + settings_.host + ":" + settings_.port);
+    sink_.on_connection(true, node().name, "connected to " + node().name);
   });
 }
 

@@ -34,7 +34,8 @@ ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, Connect
       connected_(connected),
       clock_(clock),
       random_(random),
-      backoff_({broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}),
+      // Up for reconnect_max: the connection was stable, its loss starts the count afresh.
+      rotation_(settings_.nodes.size(), {broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}, broker.reconnect_max),
       links_(sink),
       encoder_(broker.cloudevents) {}
 
@@ -78,7 +79,7 @@ void ConnectionHandler::connect() {
     if (!password) return connection_lost("broker.password_file: " + password.error().message, false);
     options.password(password.value());
   }
-  connection_ = container_->connect(settings_.url, options);
+  connection_ = container_->connect(node().url, options);
   arm_timer();
 }
 
@@ -129,16 +130,14 @@ void ConnectionHandler::connection_lost(const std::string& reason, bool close_it
     links_.fail_all(reason);
     return stop_container();
   }
-  const bool was_up = state_ == State::up;
-  const bool was_trying = was_up || state_ == State::connecting || state_ == State::idle;
+  const bool was_trying = state_ == State::up || state_ == State::connecting || state_ == State::idle;
   connected_ = false;
   if (!was_trying) return links_.fail_all(reason);  // already waiting to reconnect
   last_error_ = reason;
-  sink_.on_connection(false, reason);  // first, so that logs read "lost", then the rows it took along
+  sink_.on_connection(false, node().name, reason);  // first, so that logs read "lost", then the rows it took along
   links_.fail_all(reason);
-  if (was_up && now() - up_since_ >= broker_.reconnect_max) failures_ = 0;
   state_ = State::waiting;
-  reconnect_at_ = now() + backoff_.bounded_delay(++failures_, random_);
+  reconnect_at_ = rotation_.failed(now(), random_);
   arm_timer();
 }
 
@@ -148,7 +147,7 @@ void ConnectionHandler::begin_shutdown() {
     const bool was_up = state_ == State::up;
     connected_ = false;
     state_ = State::stopping;
-    if (was_up) sink_.on_connection(false, "publisher stopping");
+    if (was_up) sink_.on_connection(false, node().name, "publisher stopping");
     links_.fail_all("publisher stopping");
     if (!connection_) return stop_container();
     connection_.close();  // graceful: the broker answers, then the transport closes
@@ -172,7 +171,7 @@ void ConnectionHandler::flush() {
 void ConnectionHandler::after_run(const std::string& reason) {
   connection_ = proton::connection();
   connected_ = false;
-  if (state_ == State::up) sink_.on_connection(false, reason);
+  if (state_ == State::up) sink_.on_connection(false, node().name, reason);
   links_.fail_all(reason);
   container_ = nullptr;
   timer_armed_ = false;
@@ -229,7 +228,7 @@ void ConnectionHandler::on_timer() {
       return;
     case State::connecting:
       if (at - attempt_started_ >= timeout) {
-        connection_lost("no connection to " + settings_.host + ":" + settings_.port + " within the outcome timeout (" +
+        connection_lost("no connection to " + node().name + " within the outcome timeout (" +
                             ms_text(timeout) + ")",
                         true);
       }

@@ -1,9 +1,11 @@
-// Connection settings from the config's parsed endpoint and SASL decision; TLS files checked again.
+// Connection settings from the config's parsed endpoints and SASL decision; TLS files checked again.
 #include "amqp/connection_settings.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include "config/url.hpp"
 
 namespace outboxd::amqp {
 namespace {
@@ -35,12 +37,16 @@ bool is_loopback_host(const std::string& host) {
 }
 
 core::Result<ConnectionSettings> connection_settings(const config::BrokerConfig& broker) {
-  if (broker.endpoint.host.empty()) return core::fatal_error("broker.url was not parsed (config::set_broker_url)");
+  if (broker.endpoints.empty()) return core::fatal_error("broker.url was not parsed (config::set_broker_url)");
   ConnectionSettings out;
-  out.url = broker.url;
-  out.host = broker.endpoint.host;
-  out.port = std::to_string(broker.endpoint.port);
-  out.tls = broker.endpoint.tls || broker.tls.enabled;
+  out.loopback = true;
+  for (const auto& endpoint : broker.endpoints) {
+    const auto name = config::host_port(endpoint);
+    out.nodes.push_back({(endpoint.tls ? "amqps://" : "amqp://") + name, endpoint.host,
+                         std::to_string(endpoint.port), name});
+    out.loopback = out.loopback && is_loopback_host(endpoint.host);
+  }
+  out.tls = broker.endpoints.front().tls || broker.tls.enabled;
   if (out.tls) {
     if (auto files = check_tls_files(broker.tls); !files) return files.error();
   }
@@ -49,7 +55,6 @@ core::Result<ConnectionSettings> connection_settings(const config::BrokerConfig&
     out.sasl_mechanisms += mechanism;
     out.plain_allowed = out.plain_allowed || mechanism == "PLAIN";
   }
-  out.loopback = is_loopback_host(out.host);
   out.plain_over_cleartext = out.plain_allowed && !out.tls && !out.loopback && !broker.allow_insecure_plain;
   return out;
 }

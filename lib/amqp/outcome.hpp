@@ -21,8 +21,9 @@ class OutcomeSink {
   virtual ~OutcomeSink() = default;
   virtual void on_outcome(Outcome outcome) = 0;
   // up = true when a connection opened; up = false when an open connection
-  // was lost and when a connection attempt failed, with the reason.
-  virtual void on_connection(bool up, std::string reason) = 0;
+  // was lost and when a connection attempt failed, with the reason. `node` is
+  // the broker node concerned, as host:port.
+  virtual void on_connection(bool up, std::string node, std::string reason) = 0;
 };
 
 }  // namespace outboxd::amqp

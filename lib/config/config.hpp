@@ -91,8 +91,11 @@ struct DatabaseConfig {
 };
 
 struct BrokerConfig {
-  std::string url;                // amqp://host:port or amqps://host:port (required)
-  AmqpEndpoint endpoint;          // url, parsed
+  // Exactly one of url and urls is given: one broker, or the nodes of a
+  // cluster tried in order (failover). All amqp:// or all amqps://.
+  std::string url;                // amqp://host:port or amqps://host:port; empty when urls is given
+  std::vector<std::string> urls;  // as written; empty when url is given
+  std::vector<AmqpEndpoint> endpoints;  // url's or urls', parsed, in order: at least one once loaded
   BrokerProfile profile = BrokerProfile::generic;
   std::string username;           // empty: ANONYMOUS
   std::string password;           // from password or password_file; never logged

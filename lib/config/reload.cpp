@@ -80,6 +80,7 @@ const std::vector<Key>& keys() {
       restart<&Config::database, &DatabaseConfig::listen_url>("database.listen_url"),
       applied<&Config::database, &DatabaseConfig::wait_for_standby>("database.wait_for_standby"),
       restart<&Config::broker, &BrokerConfig::url>("broker.url"),
+      restart<&Config::broker, &BrokerConfig::urls>("broker.urls"),
       restart<&Config::broker, &BrokerConfig::profile>("broker.profile"),
       restart<&Config::broker, &BrokerConfig::username>("broker.username"),
       inline_password<&Config::broker>("broker.password"),

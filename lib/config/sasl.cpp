@@ -44,7 +44,7 @@ void resolve_sasl(BrokerConfig& broker, CrossCheck& check) {
     check.fail({"broker.username"},
                "ANONYMOUS takes no username: remove broker.username or put PLAIN in broker.sasl_mechanisms");
   }
-  if (contains(mechanisms, kSaslExternal) && check.usable({"broker.url", "broker.tls"}) &&
+  if (contains(mechanisms, kSaslExternal) && check.usable({"broker.url", "broker.urls", "broker.tls"}) &&
       (!broker.tls.enabled || broker.tls.cert_file.empty() || broker.tls.key_file.empty())) {
     check.fail({"broker.sasl_mechanisms"},
                "EXTERNAL needs TLS (an amqps:// url) with tls.cert_file and tls.key_file");

@@ -84,6 +84,58 @@ void read_standby_wait(MapReader& database, StandbyWait& out) {
   }
 }
 
+// broker.urls' entries, each checked as broker.url is, at its own position;
+// out.endpoints is set only when every entry is usable.
+void read_broker_url_list(MapReader& broker, const std::vector<MapReader::Item>& items, BrokerConfig& out) {
+  std::vector<AmqpEndpoint> endpoints;
+  std::vector<std::size_t> indexes;  // of each parsed endpoint in the list
+  bool usable = true;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto& item = items[i];
+    out.urls.push_back(item.text);
+    auto endpoint = parse_amqp_url(item.text);
+    if (!endpoint) {
+      broker.report_at(item.at, item.path, endpoint.error().message);
+      usable = false;
+      continue;
+    }
+    const auto same = std::find(endpoints.begin(), endpoints.end(), endpoint.value());
+    if (same != endpoints.end()) {
+      broker.report_at(item.at, item.path,
+                       "names the same broker as urls[" + std::to_string(indexes[same - endpoints.begin()]) + "]");
+      usable = false;
+    } else if (!endpoints.empty() && endpoint.value().tls != endpoints.front().tls) {
+      // One set of TLS and SASL settings serves every node.
+      broker.report_at(item.at, item.path,
+                       "all urls must use the same scheme, amqp:// or amqps:// (urls[" + std::to_string(indexes.front()) +
+                           "] is " + (endpoints.front().tls ? "amqps://" : "amqp://") + ")");
+      usable = false;
+    }
+    endpoints.push_back(std::move(endpoint).value());
+    indexes.push_back(i);
+  }
+  if (usable) out.endpoints = std::move(endpoints);
+}
+
+// One broker (url, required unless urls is given) or the nodes of a cluster
+// (urls), never both: which one the publisher would use must not be a guess.
+void read_broker_urls(MapReader& broker, BrokerConfig& out) {
+  if (!broker.given("urls")) {
+    if (!broker.required_text("url", out.url)) return;
+    auto endpoint = parse_amqp_url(out.url);
+    if (!endpoint) return (void)broker.report("url", endpoint.error().message);
+    out.endpoints = {std::move(endpoint).value()};
+  } else if (std::string ignored; broker.text("url", ignored)) {
+    broker.report("urls", "give either url (one broker) or urls (the nodes of a cluster), not both");
+    (void)broker.list("urls");  // known, so not reported as unknown too
+  } else if (const auto items = broker.list("urls"); items && items->empty()) {
+    broker.report("urls", "must list at least one broker url");
+  } else if (items) {
+    read_broker_url_list(broker, *items, out);
+  }
+  if (!out.endpoints.empty()) out.tls.enabled = out.endpoints.front().tls;
+}
+
 }  // namespace
 
 void read_password(MapReader& section, std::string& out, std::string& file_out) {
@@ -136,15 +188,7 @@ void read_database(MapReader& root, DatabaseConfig& out) {
 
 void read_broker(MapReader& root, BrokerConfig& out) {
   MapReader broker = root.section("broker");
-  if (broker.required_text("url", out.url)) {
-    auto endpoint = parse_amqp_url(out.url);
-    if (endpoint) {
-      out.endpoint = std::move(endpoint).value();
-      out.tls.enabled = out.endpoint.tls;
-    } else {
-      broker.report("url", endpoint.error().message);
-    }
-  }
+  read_broker_urls(broker, out);
   broker.choice<BrokerProfile>("profile", out.profile, kBrokerProfiles);
   if (broker.nonempty_text("username", out.username) && has_control_characters(out.username)) {
     broker.report("username", "must not contain control characters");

@@ -8,11 +8,16 @@
 namespace outboxd::config {
 namespace {
 
-// Normalised to scheme://host:port, so the port in use shows even when the url leaves it out.
-std::string describe_broker(const AmqpEndpoint& endpoint) {
-  const bool ipv6 = endpoint.host.find(':') != std::string::npos;
-  return std::string(endpoint.tls ? "amqps://" : "amqp://") + (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) +
-         ":" + std::to_string(endpoint.port);
+// Normalised to scheme://host:port, so the port in use shows even when the url leaves it out;
+// the nodes of broker.urls in the order they are tried.
+std::string describe_brokers(const BrokerConfig& broker) {
+  std::string out = broker.endpoints.size() == 1 ? "broker " : "brokers ";
+  for (std::size_t i = 0; i < broker.endpoints.size(); ++i) {
+    const auto& endpoint = broker.endpoints[i];
+    out += (i == 0 ? "" : ", ") + std::string(endpoint.tls ? "amqps://" : "amqp://") + host_port(endpoint);
+  }
+  if (broker.endpoints.size() > 1) out += " (tried in this order)";
+  return out;
 }
 
 std::string describe_sasl(const BrokerConfig& broker) {
@@ -45,7 +50,7 @@ std::string summary(const Config& config) {
   if (config.database.pooler != Pooler::none) {
     out += " (through a " + std::string(to_string(config.database.pooler)) + " pooler)";
   }
-  out += ", broker " + describe_broker(config.broker.endpoint);
+  out += ", " + describe_brokers(config.broker);
   out += " (" + std::string(to_string(config.broker.profile)) + ", " + describe_sasl(config.broker) + ")";
   out += describe_cloudevents(config.broker.cloudevents);
   out += ", schema " + config.outbox.schema;

@@ -85,9 +85,15 @@ core::Status set_broker_url(BrokerConfig& broker, std::string url) {
   auto endpoint = parse_amqp_url(url);
   if (!endpoint) return core::Error{endpoint.error().kind, "broker.url " + endpoint.error().message};
   broker.url = std::move(url);
-  broker.endpoint = std::move(endpoint).value();
-  broker.tls.enabled = broker.endpoint.tls;
+  broker.urls.clear();
+  broker.endpoints = {std::move(endpoint).value()};
+  broker.tls.enabled = broker.endpoints.front().tls;
   return {};
+}
+
+std::string host_port(const AmqpEndpoint& endpoint) {
+  const bool ipv6 = endpoint.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(endpoint.port);
 }
 
 }  // namespace outboxd::config

@@ -13,9 +13,14 @@ namespace outboxd::config {
 // The error message never repeats a password.
 core::Result<AmqpEndpoint> parse_amqp_url(std::string_view url);
 
-// Parses `url` into broker.url, broker.endpoint and broker.tls.enabled: for
-// code that builds a BrokerConfig without a config file (tests, tools).
+// Parses `url` into broker.url, broker.endpoints (that one) and
+// broker.tls.enabled: for code that builds a BrokerConfig without a config
+// file (tests, tools).
 core::Status set_broker_url(BrokerConfig& broker, std::string url);
+
+// "host:port", with brackets around an IPv6 address: how logs, metrics and
+// summaries name a broker node (a URL never carries credentials).
+std::string host_port(const AmqpEndpoint& endpoint);
 
 // A libpq URI (postgresql:// or postgres://) or a conninfo string (key=value
 // ...), parsed by PQconninfoParse. Also refused: a port that is not a number

@@ -29,9 +29,10 @@ void check_database(const DatabaseConfig& database, CrossCheck& check) {
 
 void check_tls(const TlsConfig& tls, CrossCheck& check) {
   const bool any_file = !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty();
-  if (!tls.enabled && any_file && check.usable({"broker.url", "broker.tls"})) {
+  if (!tls.enabled && any_file && check.usable({"broker.url", "broker.urls", "broker.tls"})) {
     check.fail({"broker.tls.ca_file", "broker.tls.cert_file", "broker.tls.key_file"},
-               "TLS files need an amqps:// url (broker.url is amqp://)");
+               check.given("broker.urls") ? "TLS files need amqps:// urls (broker.urls are amqp://)"
+                                          : "TLS files need an amqps:// url (broker.url is amqp://)");
   }
   if (tls.cert_file.empty() != tls.key_file.empty() && check.usable({"broker.tls.cert_file", "broker.tls.key_file"})) {
     check.fail({"broker.tls.cert_file", "broker.tls.key_file"},

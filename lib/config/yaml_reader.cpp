@@ -93,6 +93,11 @@ MapReader::Entry* MapReader::find(std::string_view key) {
   return nullptr;
 }
 
+bool MapReader::given(std::string_view key) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [key](const Entry& entry) { return entry.key == key && !entry.value.IsNull(); });
+}
+
 MapReader::Entry* MapReader::use(std::string_view key) {
   context_.note_known(child_path(key));
   Entry* entry = find(key);

@@ -72,6 +72,9 @@ class MapReader {
 
   MapReader section(std::string_view key);
 
+  // Whether the key is written with a value (not null); reads nothing, marks nothing.
+  bool given(std::string_view key) const;
+
   bool text(std::string_view key, std::string& out);
   bool nonempty_text(std::string_view key, std::string& out);  // "" is an error: leave the key out instead
   bool required_text(std::string_view key, std::string& out);

@@ -259,6 +259,8 @@ def write_config(path, database, broker, /, **sections):
         doc["outbox"] = {"schema": database.schema}
     for section, values in sections.items():
         doc.setdefault(section, {}).update(values)
+    if "urls" in doc["broker"]:
+        del doc["broker"]["url"]  # the nodes of a cluster instead of one broker: exactly one of the two
     with open(path, "w") as f:
         f.write("\n".join(yaml_lines(doc)) + "\n")
     return path

@@ -20,14 +20,16 @@
 #include "config/config.hpp"
 #include "core/clock.hpp"
 #include "core/outbox_message.hpp"
-#include "dispatch/backoff.hpp"
+#include "dispatch/node_rotation.hpp"
 
 namespace outboxd::amqp {
 
 // Everything here runs on the container thread. Proton's reconnect_options
 // are not used: after a graceful broker stop they left links unattached, so
-// the handler opens a fresh connection itself (backoff between attempts) and
-// links are re-created lazily by the next messages.
+// the handler opens a fresh connection itself and links are re-created lazily
+// by the next messages. Which node it connects to, and after what wait, is
+// dispatch::NodeRotation's plan (the nodes of broker.urls in order, the
+// backoff once per round).
 //
 // Batches, timers and shutdown run as container-level work, outside any
 // connection's event batch: the proactor writes a connection's pending frames
@@ -89,6 +91,7 @@ class ConnectionHandler final : public proton::messaging_handler {
   void connect();
   void accept_one(core::OutboxMessage& row, SteadyTime send_before);
   bool is_current(const proton::connection& connection) const;
+  const BrokerNode& node() const { return settings_.nodes[rotation_.current()]; }
   // Ends the current connection (closing it with `reason` if it is still
   // open), answers every message it held with `unknown`, then reconnects
   // after the backoff or, when stopping, stops the container.
@@ -106,8 +109,7 @@ class ConnectionHandler final : public proton::messaging_handler {
   std::atomic<bool>& connected_;
   const core::Clock& clock_;
   core::RandomSource& random_;  // reconnect jitter
-  dispatch::Backoff backoff_;
-  int failures_ = 0;  // connection attempts failed since the last stable connection
+  dispatch::NodeRotation rotation_;  // which node of settings_.nodes, and when
   LinkSet links_;
   MessageEncoder encoder_;
 
@@ -115,7 +117,6 @@ class ConnectionHandler final : public proton::messaging_handler {
   proton::connection connection_;
   State state_ = State::idle;
   SteadyTime attempt_started_{};
-  SteadyTime up_since_{};
   SteadyTime reconnect_at_{};
   SteadyTime shutdown_deadline_{};
   bool timer_armed_ = false;

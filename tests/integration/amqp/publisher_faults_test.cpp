@@ -211,7 +211,7 @@ TEST_CASE("publish before start and a bad configuration", "[amqp][peer]") {
 
   auto unparsed = broker;  // a BrokerConfig made by hand, its url not parsed
   unparsed.url = "http://example.com";
-  unparsed.endpoint = {};
+  unparsed.endpoints.clear();
   Publisher bad(unparsed, "outboxd-test", sink);
   const auto status = bad.start();
   REQUIRE_FALSE(status.ok());

@@ -22,7 +22,7 @@ class RecordingSink final : public amqp::OutcomeSink {
     // each of 10,000 outcomes would measure the test, not the publisher.
     if (outcomes_.size() >= wanted_) changed_.notify_all();
   }
-  void on_connection(bool up, std::string reason) override {
+  void on_connection(bool up, std::string /*node*/, std::string reason) override {
     std::lock_guard lock(mutex_);
     connection_events_.emplace_back(up, std::move(reason));
     changed_.notify_all();

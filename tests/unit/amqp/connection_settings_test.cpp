@@ -37,20 +37,42 @@ std::string error(const BrokerConfig& config) {
 
 TEST_CASE("URL parts come from the config's parsed endpoint", "[amqp]") {
   auto plain = ok(broker("amqp://broker.example:5673"));
-  CHECK(plain.host == "broker.example");
-  CHECK(plain.port == "5673");
+  REQUIRE(plain.nodes.size() == 1);
+  CHECK(plain.nodes[0].host == "broker.example");
+  CHECK(plain.nodes[0].port == "5673");
+  CHECK(plain.nodes[0].url == "amqp://broker.example:5673");
+  CHECK(plain.nodes[0].name == "broker.example:5673");
   CHECK_FALSE(plain.tls);
   auto defaults = ok(broker("amqps://broker.example"));
   CHECK(defaults.tls);
-  CHECK(defaults.port == "5671");
-  CHECK(ok(broker("amqp://broker.example")).port == "5672");
+  CHECK(defaults.nodes[0].port == "5671");
+  CHECK(defaults.nodes[0].url == "amqps://broker.example:5671");
+  CHECK(ok(broker("amqp://broker.example")).nodes[0].port == "5672");
   auto v6 = ok(broker("amqp://[::1]:5672/"));
-  CHECK(v6.host == "::1");
+  CHECK(v6.nodes[0].host == "::1");
+  CHECK(v6.nodes[0].name == "[::1]:5672");
   CHECK(v6.loopback);
 
   BrokerConfig unparsed;
   unparsed.url = "amqp://h";  // set by hand, not through the config
   CHECK(error(unparsed).starts_with("broker.url was not parsed"));
+}
+
+TEST_CASE("Every node of broker.urls is a node, in order; loopback only when all of them are", "[amqp]") {
+  BrokerConfig config = broker("amqp://127.0.0.1:5672", "app");
+  config.urls = {"amqp://127.0.0.1:5672", "amqp://[::1]:5673", "amqp://broker.example"};
+  config.url.clear();
+  for (const auto& url : config.urls) config.endpoints.push_back(outboxd::config::parse_amqp_url(url).value());
+  config.endpoints.erase(config.endpoints.begin());  // the one set_broker_url put there
+  auto settings = ok(config);
+  std::vector<std::string> names;
+  for (const auto& node : settings.nodes) names.push_back(node.name);
+  CHECK(names == std::vector<std::string>{"127.0.0.1:5672", "[::1]:5673", "broker.example:5672"});
+  CHECK_FALSE(settings.loopback);
+  CHECK(settings.plain_over_cleartext);  // broker.example is not loopback
+  config.endpoints.pop_back();
+  CHECK(ok(config).loopback);
+  CHECK_FALSE(ok(config).plain_over_cleartext);
 }
 
 TEST_CASE("SASL: the config's decision, PLAIN with a username, ANONYMOUS without", "[amqp]") {

@@ -59,6 +59,7 @@ TEST_CASE("connections, identity and order-affecting keys need a restart and kee
   loaded.database.url = "postgresql://outboxd@db2:5432/app";
   loaded.database.statement_timeout = milliseconds(1000);
   loaded.broker.url = "amqps://broker:5671";
+  loaded.broker.urls = {"amqps://broker-2:5671"};  // a node added: the publisher's rotation is built at start
   loaded.broker.tls.verify_host = false;
   loaded.broker.cloudevents.destinations = {"orders"};  // the publisher's encoder takes it at start
   loaded.dispatch.per_session_in_flight = 4;
@@ -67,7 +68,8 @@ TEST_CASE("connections, identity and order-affecting keys need a restart and kee
   loaded.dispatch.batch_size = 7;
 
   const auto plan = plan_reload(base(), loaded);
-  CHECK(plan.needs_restart == Strings{"database.url", "database.statement_timeout_ms", "broker.url", "broker.tls",
+  CHECK(plan.needs_restart == Strings{"database.url", "database.statement_timeout_ms", "broker.url", "broker.urls",
+                                      "broker.tls",
                                       "broker.cloudevents", "dispatch.per_session_in_flight", "leases.lease_ttl_ms",
                                       "http.listen"});
   CHECK(plan.applied == Strings{"dispatch.batch_size"});

@@ -266,7 +266,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
 class FakeBroker final : public Broker {
  public:
   core::Status start() override {
-    news_.connection_events.push_back({true, "fake broker"});
+    news_.connection_events.push_back({true, "127.0.0.1:5672", "fake broker"});
     return {};
   }
   void send(std::vector<core::OutboxMessage> rows, core::SteadyTime) override {
