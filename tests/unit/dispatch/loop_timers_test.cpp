@@ -9,7 +9,7 @@ using outboxd::dispatch::LoopTimers;
 using outboxd::dispatch::sleep_budget;
 using outboxd::dispatch::Timer;
 
-TEST_CASE("A timer fires once it is reached, and once only", "[dispatch][timers]") {
+TEST_CASE("A timer fires once it is reached and once only", "[dispatch][timers]") {
   ManualClock clock;
   const auto t0 = clock.now();
   LoopTimers timers;
@@ -23,7 +23,7 @@ TEST_CASE("A timer fires once it is reached, and once only", "[dispatch][timers]
   CHECK_FALSE(timers.fire(Timer::scheduled, t0 + 11ms));
 }
 
-TEST_CASE("set_earlier keeps an earlier time, follow copies or clears", "[dispatch][timers]") {
+TEST_CASE("set_earlier keeps an earlier time and follow copies or clears", "[dispatch][timers]") {
   ManualClock clock;
   const auto t0 = clock.now();
   LoopTimers timers;

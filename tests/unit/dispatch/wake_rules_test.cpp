@@ -25,18 +25,20 @@ TEST_CASE("A possible claim runs before any sleep", "[dispatch][wakeup]") {
   CHECK(before_sleep(state) == BeforeSleep::claim);
 }
 
-TEST_CASE("Caught up, the loop arms NOTIFY once and then sleeps", "[dispatch][wakeup]") {
+TEST_CASE("Caught up the loop arms NOTIFY once and then sleeps", "[dispatch][wakeup]") {
   auto state = caught_up();
   CHECK(before_sleep(state) == BeforeSleep::arm_notify);
   state.notify_armed = true;
   CHECK(before_sleep(state) == BeforeSleep::sleep);
 }
 
-TEST_CASE("NOTIFY is not armed while rows pour in, without notifications, or with work pending",
-          "[dispatch][wakeup]") {
+TEST_CASE("NOTIFY is not armed while rows pour in", "[dispatch][wakeup]") {
   auto busy = caught_up();
   busy.busy = true;  // the busy poll finds the rows; a NOTIFY per commit would slow writers
   CHECK(before_sleep(busy) == BeforeSleep::sleep);
+}
+
+TEST_CASE("NOTIFY is not armed without notifications or before the loop is caught up", "[dispatch][wakeup]") {
   auto no_listen = caught_up();
   no_listen.notifications = false;  // a transaction pooler without listen_url: the poll finds them
   CHECK(before_sleep(no_listen) == BeforeSleep::sleep);
@@ -60,7 +62,7 @@ TEST_CASE("A full claim disarms NOTIFY and leaves the timers", "[dispatch][wakeu
   CHECK_FALSE(after_claim(true, true, false).busy_claim);     // claims again at once anyway
 }
 
-TEST_CASE("A short claim waits for the next due row, and polls busily while rows pour in", "[dispatch][wakeup]") {
+TEST_CASE("A short claim waits for the next due row and polls busily while rows pour in", "[dispatch][wakeup]") {
   const auto quiet = after_claim(false, false, true);
   CHECK(quiet.follow_scheduled);
   CHECK_FALSE(quiet.disarm_notify);  // NOTIFY stays armed: it is how the next row wakes the loop
