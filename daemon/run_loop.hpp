@@ -115,7 +115,7 @@ class RunLoop {
   Events& events_;
   const core::Clock& clock_;
   core::RandomSource& random_;
-  dispatch::RowBook book_;  // the rows held, the claim pass and the planner: every rule
+  dispatch::RowBook book_;  // the rows held, the claim pass and the planner
   LeaseKeeper leases_;
   ServiceManager service_;
   bool announced_ready_ = false;
