@@ -32,6 +32,7 @@ enum class Timer : std::size_t {
   late_commit,    // the next look at transactions open when NOTIFY was armed
   standby,        // the next look at the standby's flushed position
 };
+// A timer added after standby must take its place here.
 inline constexpr std::size_t kTimerCount = static_cast<std::size_t>(Timer::standby) + 1;
 
 // A timer is set (to a time) or clear (it never fires).
