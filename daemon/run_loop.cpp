@@ -6,11 +6,13 @@
 #include <algorithm>
 
 #include "daemon/commands.hpp"
+#include "dispatch/wake_rules.hpp"
 
 namespace outboxd::daemon {
 
 namespace {
 
+using dispatch::Timer;
 using std::chrono::milliseconds;
 
 // First look at transactions that were open when NOTIFY was armed; the delay
@@ -92,8 +94,9 @@ std::optional<int> RunLoop::start() {
                  "use amqps:// (or set broker.allow_insecure_plain to silence this)");
   }
   const auto now = clock_.now();
-  next_poll_ = now + config_.dispatch.poll_interval;
-  next_purge_ = now;
+  timers_.set(Timer::poll, now + config_.dispatch.poll_interval);
+  timers_.set(Timer::purge, now);
+  timers_.set(Timer::backlog, now);  // the first measurement comes at once
   schedule_stats(now);
   schedule_backlog(now);
   report_status(false);
@@ -203,21 +206,16 @@ void RunLoop::accept_claim(core::ClaimedSets sets, const dispatch::RowBook::Clai
   after_claim(claimed);
 }
 
-// How the next claim comes about: at once while batches come back full, else
-// at the next due row, a NOTIFY, the poll, or the busy poll while rows pour in.
+// How the next claim comes about (dispatch::after_claim).
 void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
-  if (claimed.more) {
-    // A backlog: we keep claiming without being told, so writers need not NOTIFY.
-    if (notify_armed_) arm_notify(false);
-    return;
+  const auto next = dispatch::after_claim(claimed.more, notify_policy_.busy(), notify_armed_);
+  const auto now = clock_.now();
+  if (next.follow_scheduled) {
+    timers_.follow(Timer::scheduled, claimed.next_due ? std::optional(core::saturating_add(now, *claimed.next_due))
+                                                      : std::nullopt);
   }
-  next_due_.reset();
-  if (claimed.next_due) next_due_ = core::saturating_add(clock_.now(), *claimed.next_due);
-  if (notify_policy_.busy()) {
-    // Rows pour in: writers need not NOTIFY, we look again shortly.
-    if (notify_armed_) arm_notify(false);
-    next_busy_claim_ = clock_.now() + notify_policy_.busy_poll();
-  }
+  if (next.disarm_notify) arm_notify(false);
+  if (next.busy_claim) timers_.set(Timer::busy_claim, clock_.now() + notify_policy_.busy_poll());
 }
 
 void RunLoop::publish_ready() {
@@ -228,7 +226,7 @@ void RunLoop::publish_ready() {
   // Rows the claim found unsendable were parked instead of handed out.
   if (const auto parked = book_.counters().unsendable - unsendable; parked > 0) {
     metrics_.unsendable.inc(parked);
-    if (!writes_since_) writes_since_ = clock_.now();
+    timers_.set_earlier(Timer::mark, clock_.now() + kMarkDelay);
   }
   if (rows.empty()) return;
   const auto now = clock_.now();
@@ -238,7 +236,7 @@ void RunLoop::publish_ready() {
 }
 
 bool RunLoop::finished_stopping() const {
-  return (book_.in_flight() == 0 && book_.pending_writes().empty()) || clock_.now() >= stop_deadline_;
+  return (book_.in_flight() == 0 && book_.pending_writes().empty()) || timers_.due(Timer::stop, clock_.now());
 }
 
 }  // namespace outboxd::daemon

@@ -17,6 +17,7 @@
 #include "daemon/run_loop_metrics.hpp"
 #include "daemon/service_manager.hpp"
 #include "dispatch/late_commit_watch.hpp"
+#include "dispatch/loop_timers.hpp"
 #include "dispatch/notify_policy.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/row_book.hpp"
@@ -99,7 +100,7 @@ class RunLoop {
   bool claim_possible() const;
   void arm_notify(bool armed);
   void check_late_commits();
-  std::chrono::milliseconds sleep_budget();
+  void follow_timers();
 
   config::Config config_;
   std::string instance_id_;
@@ -114,7 +115,7 @@ class RunLoop {
   Events& events_;
   const core::Clock& clock_;
   core::RandomSource& random_;
-  dispatch::RowBook book_;  // the rows held, the claim pass and the planner: every rule
+  dispatch::RowBook book_;  // the rows held, the claim pass and the planner
   LeaseKeeper leases_;
   ServiceManager service_;
   bool announced_ready_ = false;
@@ -123,18 +124,11 @@ class RunLoop {
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
   dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim held for the standby
-  std::optional<core::SteadyTime> next_busy_claim_;
+  dispatch::LoopTimers timers_;              // every deadline that ends a sleep
   bool broker_up_ = false;
   std::string broker_down_reason_;  // the last failed attempt's, logged at warn once
-  std::optional<core::SteadyTime> next_due_;
-  core::SteadyTime next_poll_{};
-  core::SteadyTime next_purge_{};
-  core::SteadyTime next_stats_{};
-  core::SteadyTime next_backlog_{};  // the first measurement comes at once
-  std::optional<core::SteadyTime> writes_since_;  // oldest unpersisted decision
 
   bool stopping_ = false;
-  core::SteadyTime stop_deadline_{};
   std::optional<int> exit_code_;
 
   struct Totals {

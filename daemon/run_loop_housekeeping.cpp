@@ -8,6 +8,7 @@
 
 namespace outboxd::daemon {
 
+using dispatch::Timer;
 using std::chrono::milliseconds;
 
 void RunLoop::keep_leases() {
@@ -43,8 +44,8 @@ void RunLoop::update_health() {
 
 void RunLoop::purge_finished() {
   const auto now = clock_.now();
-  if (now < next_purge_ || !db_.up() || stopping_) return;
-  next_purge_ = now + config_.retention.purge_interval;
+  if (!timers_.due(Timer::purge, now) || !db_.up() || stopping_) return;
+  timers_.set(Timer::purge, now + config_.retention.purge_interval);
   const auto keep_for = config_.retention.mode == config::RetentionMode::keep ? config_.retention.keep_for
                                                                                : milliseconds(0);
   auto purged = db_.rows().purge(keep_for, config_.retention.purge_batch);
@@ -58,7 +59,7 @@ void RunLoop::purge_finished() {
   }
   // A full batch means more is waiting: come back soon rather than at the interval.
   if (std::max({purged.value(), f.rows, f.events}) == config_.retention.purge_batch) {
-    next_purge_ = now + milliseconds(100);
+    timers_.set(Timer::purge, now + milliseconds(100));
   }
 }
 
@@ -68,8 +69,8 @@ void RunLoop::purge_finished() {
 // (BacklogRanking): the ranking costs far more than the figures.
 void RunLoop::measure_backlog() {
   const auto now = clock_.now();
-  if (now < next_backlog_ || !db_.up() || stopping_) return;
-  next_backlog_ = now + config_.http.backlog_interval;
+  if (!timers_.due(Timer::backlog, now) || !db_.up() || stopping_) return;
+  timers_.set(Timer::backlog, now + config_.http.backlog_interval);
   auto held = leases_.partitions();
   held.insert(held.end(), leases_.draining().begin(), leases_.draining().end());
   const bool rank = backlog_ranking_.due(now);
@@ -86,17 +87,17 @@ void RunLoop::measure_backlog() {
 void RunLoop::schedule_backlog(core::SteadyTime now) {
   const auto interval = config_.http.backlog_interval;
   if (config_.http.listen.empty() || interval.count() == 0) {
-    next_backlog_ = core::SteadyTime::max();
+    timers_.clear(Timer::backlog);
     backlog_.clear();
     backlog_ranking_ = {};  // turned on again, it ranks at once
     return;
   }
-  next_backlog_ = std::min(next_backlog_, now + interval);
+  timers_.set_earlier(Timer::backlog, now + interval);
 }
 
 void RunLoop::log_stats() {
   const auto now = clock_.now();
-  if (now < next_stats_) return;
+  if (!timers_.due(Timer::stats, now)) return;
   report_status(true);
   const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
   const auto delta = totals_.dispatched - last_stats_.dispatched;
@@ -112,7 +113,8 @@ void RunLoop::log_stats() {
 // stats_interval_ms 0 turns the stats line off (and its status refresh).
 void RunLoop::schedule_stats(core::SteadyTime now) {
   const auto interval = config_.dispatch.stats_interval;
-  next_stats_ = interval.count() > 0 ? now + interval : core::SteadyTime::max();
+  if (interval.count() > 0) timers_.set(Timer::stats, now + interval);
+  else timers_.clear(Timer::stats);
 }
 
 }  // namespace outboxd::daemon

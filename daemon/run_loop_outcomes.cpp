@@ -17,7 +17,9 @@ void RunLoop::apply_outcomes() {
     book_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
   }
   count_outcomes(before, book_.counters());
-  if (!news.outcomes.empty() && !writes_since_ && !book_.pending_writes().empty()) writes_since_ = clock_.now();
+  if (!news.outcomes.empty() && !book_.pending_writes().empty()) {
+    timers_.set_earlier(dispatch::Timer::mark, clock_.now() + kMarkDelay);
+  }
 }
 
 void RunLoop::note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events) {
@@ -69,7 +71,7 @@ bool RunLoop::decisions_due() const {
   if (writes.empty() || !db_.up()) return false;
   const auto pending = writes.dispatched.size() + writes.failures.size();
   return pending >= static_cast<std::size_t>(config_.dispatch.batch_size) || stopping_ ||
-         (writes_since_ && clock_.now() - *writes_since_ >= kMarkDelay);
+         timers_.due(dispatch::Timer::mark, clock_.now());
 }
 
 void RunLoop::persist_decisions() {
@@ -88,7 +90,7 @@ void RunLoop::persist_decisions() {
   metrics_.dispatched.inc(written->marked);
   metrics_.mark_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   book_.on_persisted();
-  writes_since_.reset();
+  timers_.clear(dispatch::Timer::mark);
 }
 
 // The marks, then the failures. Returns how many rows the marks changed and

@@ -26,10 +26,10 @@ void RunLoop::handle_signals() {
       health_.stopping = true;
       service_.stopping();
       report_status(false);  // the loop may end in this very iteration
-      stop_deadline_ = clock_.now() + config_.dispatch.shutdown_timeout;
+      timers_.set(dispatch::Timer::stop, clock_.now() + config_.dispatch.shutdown_timeout);
     } else {
       spdlog::warn("{} again: stopping now", strsignal(signal));
-      stop_deadline_ = clock_.now();
+      timers_.set(dispatch::Timer::stop, clock_.now());
     }
   }
 }
@@ -63,8 +63,8 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
   if (!plan.applied.empty()) {
     book_.set_policy(planner_policy(config_.dispatch));
     const auto now = clock_.now();
-    next_poll_ = std::min(next_poll_, now + config_.dispatch.poll_interval);
-    next_purge_ = std::min(next_purge_, now + config_.retention.purge_interval);
+    timers_.set_earlier(dispatch::Timer::poll, now + config_.dispatch.poll_interval);
+    timers_.set_earlier(dispatch::Timer::purge, now + config_.retention.purge_interval);
     schedule_stats(now);
     schedule_backlog(now);
     spdlog::info("reload: applied {}", fmt::join(plan.applied, ", "));
