@@ -12,6 +12,7 @@ meanwhile, so the queue holds it all; a lazy-queue policy keeps it on disk).
 import argparse
 import dataclasses
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -100,8 +101,9 @@ class Soak:
         for fraction, kind in schedule(o):
             wait_until(lambda: self.progress() >= fraction * o.rows or not self.writing(), timeout=24 * 3600,
                        interval=0.2, what=f"{fraction:.0%} of the rows written")
+            at, rows = time.strftime("%H:%M:%S"), self.progress()
             self.inject(kind)
-            print(f"{time.monotonic() - started:7.1f}s {kind:8s} at {self.progress():,} rows", flush=True)
+            print(f"{time.monotonic() - started:7.1f}s {kind:8s} from {at} at {rows:,} rows", flush=True)
         wait_until(lambda: self.progress() >= o.rows, timeout=24 * 3600, interval=0.5, what="every row written")
         for writer in self.writers:
             writer.stopping.set()
@@ -165,7 +167,8 @@ class Soak:
         resumes = sorted(t for times in self.resumes.values() for t in times)
         checks = [(not lost, f"{len(lost)} committed rows never delivered, e.g. {sorted(lost)[:5]}"),
                   (not phantoms, f"{len(phantoms)} delivered rows the database lacks, e.g. {sorted(phantoms)[:5]}"),
-                  (not violations, f"{len(violations)} per-session order violations, e.g. {violations[:5]}"),
+                  (not violations, f"{len(violations)} per-session order violations: "
+                                   f"{self.explain_order(deliveries, violations[:5])}"),
                   (duplicates <= bound, f"{duplicates} duplicates > {bound}"),
                   (backlog == 0, f"backlog {backlog}"),
                   (rss_max <= rss_first * o.rss_growth, f"RSS grew from {rss_first} to {rss_max} KiB")]
@@ -203,6 +206,23 @@ class Soak:
         for failure in self.failures:
             print(f"FAILED: {failure}")
         return 1 if self.failures else 0
+
+    def explain_order(self, deliveries, late):
+        """For each late first delivery: where it came, which later row of its session came first, and
+        whether its commit was in doubt."""
+        first = {}
+        for position, message_id in enumerate(deliveries):
+            first.setdefault(message_id, position)
+        in_doubt = {m for w in self.writers for m in w.in_doubt}
+        lines = []
+        for message_id in late:
+            session = message_id.rpartition("-")[0]
+            ahead = [m for m, p in first.items() if m.startswith(session + "-") and m > message_id
+                     and p < first[message_id]]
+            lines.append(f"{message_id} first delivered at {first[message_id]:,}, after {len(ahead)} later rows of "
+                         f"its session (first {min(ahead)} at {first[min(ahead)]:,})"
+                         f"{', in doubt at commit' if message_id in in_doubt else ''}")
+        return "; ".join(lines)
 
     def long_life_rss(self):
         last = self.daemon.lives
@@ -243,12 +263,19 @@ class Soak:
 
 
 def soak(o):
-    with tempfile.TemporaryDirectory(prefix="outboxd-soak-") as workdir:
-        run = Soak(o, workdir)
-        try:
-            return run.run()
-        finally:
-            run.close()
+    """Runs the soak; its directory (daemon log, config, the consumer's arrivals) is kept when it fails."""
+    workdir = tempfile.mkdtemp(prefix="outboxd-soak-")
+    run = Soak(o, workdir)
+    status = 1
+    try:
+        status = run.run()
+        return status
+    finally:
+        run.close()
+        if status == 0:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            print(f"kept for a look: {workdir}")
 
 
 def main():
