@@ -36,14 +36,14 @@ class Cluster:
     The Unix socket in the cluster's directory is trusted either way: psql() uses it.
     """
 
-    def __init__(self, name, password=None):
+    def __init__(self, name, password=None, port=None):
         self.name = name
         self.password = password
         self.bin = _bindir()
         self.dir = tempfile.mkdtemp(prefix=f"outboxd-{name}-")
         shutil.chown(self.dir, "postgres", "postgres")
         self.data = os.path.join(self.dir, "data")
-        self.port = free_port()
+        self.port = port or free_port()
         self.log_path = os.path.join(self.dir, "postgresql.log")
 
     @classmethod
@@ -65,13 +65,16 @@ class Cluster:
         cluster.configure(wal_level="replica", max_wal_senders=5, fsync="off", **settings)
         return cluster
 
-    def standby(self, name, **settings):
+    def standby(self, name, port=None, **settings):
         """A streaming standby of this (running, password-less) server: pg_basebackup -R, cluster_name = name.
+        The backup asks for a fast checkpoint: a just promoted server's spread one takes minutes.
 
-        The checkpoint it starts with is a fast one: a spread checkpoint of a server that has
-        been written to takes minutes. The copy would inherit the primary's synchronous_standby_names: once promoted, it would
+        port: the one to listen on (default: a free one); a rebuilt standby takes the dead
+        primary's, so that a multi-host URL naming both stays right across failovers.
+
+        The copy would inherit the primary's synchronous_standby_names: once promoted, it would
         wait for a standby of its own that does not exist, so the standby starts without."""
-        standby = Cluster(name)
+        standby = Cluster(name, port=port)
         _as_postgres(f"{self.bin}/pg_basebackup", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
                      "-D", standby.data, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast")
         standby.configure(cluster_name=name, synchronous_standby_names="", **settings)
