@@ -1,4 +1,4 @@
-// The daemon's configuration as plain structs with defaults; see config/outboxd.yaml.
+// The daemon's configuration as plain structs with defaults; each key's row is in key_table.cpp.
 #pragma once
 
 #include <chrono>

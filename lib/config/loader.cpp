@@ -1,4 +1,4 @@
-// Loading a config: read the file, parse the YAML, walk every section, then apply the cross-field rules.
+// Loading a config: read the file, parse the YAML, walk the key table, then apply the cross-field rules.
 #include "config/loader.hpp"
 
 #include <yaml-cpp/eventhandler.h>
@@ -13,7 +13,7 @@
 
 #include "config/checks.hpp"
 #include "config/env_substitution.hpp"
-#include "config/sections.hpp"
+#include "config/key_table.hpp"
 #include "config/yaml_reader.hpp"
 
 namespace outboxd::config {
@@ -40,17 +40,6 @@ core::Result<std::string> read_config_file(const std::string& path) {
   }
   if (std::ferror(file.get()) != 0) return core::fatal_error(std::string("cannot read the file: ") + std::strerror(errno));
   return content;
-}
-
-void read_sections(MapReader& root, Config& config) {
-  read_database(root, config.database);
-  read_broker(root, config.broker);
-  read_outbox(root, config.outbox);
-  read_dispatch(root, config.dispatch);
-  read_retention(root, config.retention);
-  read_leases(root, config.leases);
-  read_log(root, config.log);
-  read_http(root, config.http);
 }
 
 // Where each document of a YAML stream starts and where its root node is,
@@ -150,7 +139,7 @@ LoadResult load_string(std::string_view yaml, std::string source_name, const Loa
                       std::filesystem::path(source_name).parent_path());
   try {
     MapReader reader(context, *root, "", root_at);
-    read_sections(reader, config);
+    read_keys(reader, config);
   } catch (const YAML::Exception& error) {
     // Not expected once the document parsed; reported rather than thrown across the library boundary.
     diagnostics.add(position_of(error.mark, root_at), "", "cannot read the YAML document: " + error.msg);
@@ -177,7 +166,7 @@ std::vector<std::string> known_key_paths() {
   Config config;
   {
     MapReader reader(context, YAML::Node(), "", Position{1, 1});
-    read_sections(reader, config);
+    read_keys(reader, config);
   }
   return context.known_paths();
 }

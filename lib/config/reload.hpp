@@ -27,8 +27,8 @@ struct ReloadPlan {
 // schema names, leases, http.listen, ...) needs a restart.
 ReloadPlan plan_reload(const Config& running, const Config& loaded);
 
-// The key paths plan_reload() compares (broker.tls as a whole), for the
-// check that none of known_key_paths() is forgotten.
+// The key paths plan_reload() compares: every row of the key table. A change
+// inside a nested section is reported as the section (broker.tls).
 std::vector<std::string> reload_key_paths();
 
 }  // namespace outboxd::config

@@ -1,4 +1,4 @@
-// Reading the outbox, dispatch, retention, leases, log and http sections.
+// The custom readers of the outbox, leases and http keys: schema names, the instance id, the listen address.
 #include <optional>
 #include <string>
 
@@ -10,30 +10,7 @@
 namespace outboxd::config {
 namespace {
 
-constexpr IntRange kPartitions{1, 4096};
-constexpr IntRange kBatchSize{1, 10'000};
-constexpr IntRange kInFlight{1, 100'000};
-constexpr IntRange kPerSessionInFlight{1, 100'000};
-constexpr IntRange kAtLeastOne{1, INT32_MAX};
-constexpr IntRange kBackoffMs{1, 86'400'000};
-constexpr IntRange kReleaseRetryMs{0, 3'600'000};
-constexpr IntRange kPollIntervalMs{10, 3'600'000};
-constexpr IntRange kNotifyMaxRate{1, 1'000'000};
-constexpr IntRange kBusyPollMs{1, 1000};
-constexpr IntRange kShutdownTimeoutMs{0, 3'600'000};
-constexpr IntRange kStatsIntervalMs{0, 86'400'000};   // 0: no stats lines
-constexpr IntRange kBacklogIntervalMs{0, 86'400'000}; // 0: no backlog figures
-constexpr IntRange kKeepForS{0, 315'360'000};         // up to ten years
-// At least an hour: outbox.purge_row_events() keeps that much of the trail.
-constexpr IntRange kFailedKeepForS{3600, 315'360'000};
-constexpr IntRange kPurgeBatch{1, 100'000};
-constexpr IntRange kPurgeIntervalMs{100, 86'400'000};
-constexpr IntRange kLeaseTtlMs{1000, 3'600'000};
-constexpr IntRange kRenewIntervalMs{100, 3'600'000};
-constexpr IntRange kSafetyMarginMs{0, 3'600'000};
-constexpr IntRange kMessageBytes{16 << 10, 1 << 30};  // above the 8 KiB kept for properties; up to 1 GiB
-constexpr IntRange kBudgetBytes{64 << 10, 1 << 30};
-constexpr std::size_t kMaxInstanceIdBytes = 128;      // the SQL bound on identifiers
+constexpr std::size_t kMaxInstanceIdBytes = 128;  // the SQL bound on identifiers
 
 void read_schema_name(MapReader& outbox, std::string_view key, SchemaKind kind, std::string& out) {
   std::string name;
@@ -60,72 +37,29 @@ std::optional<std::string> listen_problem(std::string_view listen) {
 
 }  // namespace
 
-void read_outbox(MapReader& root, OutboxConfig& out) {
-  MapReader outbox = root.section("outbox");
-  read_schema_name(outbox, "schema", SchemaKind::outbox, out.schema);
-  read_schema_name(outbox, "workflow_schema", SchemaKind::workflow, out.workflow_schema);
-  outbox.integer("partitions", out.partitions, kPartitions);
+void read_outbox_schema(MapReader& outbox, std::string_view key, std::string& out, Config&) {
+  read_schema_name(outbox, key, SchemaKind::outbox, out);
 }
 
-void read_dispatch(MapReader& root, DispatchConfig& out) {
-  MapReader dispatch = root.section("dispatch");
-  dispatch.integer("batch_size", out.batch_size, kBatchSize);
-  dispatch.integer("in_flight", out.in_flight, kInFlight);
-  dispatch.integer("per_session_in_flight", out.per_session_in_flight, kPerSessionInFlight);
-  dispatch.integer("max_attempts", out.max_attempts, kAtLeastOne);
-  dispatch.millis("backoff_initial_ms", out.backoff_initial, kBackoffMs);
-  dispatch.millis("backoff_max_ms", out.backoff_max, kBackoffMs);
-  dispatch.number("backoff_multiplier", out.backoff_multiplier, 1.0, 100.0);
-  dispatch.number("backoff_jitter", out.backoff_jitter, 0.0, 1.0);
-  dispatch.millis("release_retry_ms", out.release_retry, kReleaseRetryMs);
-  dispatch.integer("releases_per_attempt", out.releases_per_attempt, kAtLeastOne);
-  dispatch.millis("poll_interval_ms", out.poll_interval, kPollIntervalMs);
-  dispatch.integer("notify_max_rate", out.notify_max_rate, kNotifyMaxRate);
-  dispatch.millis("busy_poll_ms", out.busy_poll, kBusyPollMs);
-  dispatch.millis("shutdown_timeout_ms", out.shutdown_timeout, kShutdownTimeoutMs);
-  dispatch.millis("stats_interval_ms", out.stats_interval, kStatsIntervalMs);
-  dispatch.integer("max_message_bytes", out.max_message_bytes, kMessageBytes);
-  dispatch.integer("claim_bytes", out.claim_bytes, kBudgetBytes);
-  dispatch.integer("in_flight_bytes", out.in_flight_bytes, kBudgetBytes);
+void read_workflow_schema(MapReader& outbox, std::string_view key, std::string& out, Config&) {
+  read_schema_name(outbox, key, SchemaKind::workflow, out);
 }
 
-void read_retention(MapReader& root, RetentionConfig& out) {
-  MapReader retention = root.section("retention");
-  retention.choice<RetentionMode>("mode", out.mode, kRetentionModes);
-  retention.seconds("keep_for_s", out.keep_for, kKeepForS);
-  retention.seconds("failed_keep_for_s", out.failed_keep_for, kFailedKeepForS);
-  retention.integer("purge_batch", out.purge_batch, kPurgeBatch);
-  retention.millis("purge_interval_ms", out.purge_interval, kPurgeIntervalMs);
-}
-
-void read_leases(MapReader& root, LeaseConfig& out) {
-  MapReader leases = root.section("leases");
-  if (leases.nonempty_text("instance_id", out.instance_id) &&
-      (out.instance_id.size() > kMaxInstanceIdBytes || has_control_characters(out.instance_id))) {
-    leases.report("instance_id", "must be at most 128 bytes without control characters");
-    out.instance_id.clear();
+void read_instance_id(MapReader& leases, std::string_view key, std::string& out, Config&) {
+  if (leases.nonempty_text(key, out) && (out.size() > kMaxInstanceIdBytes || has_control_characters(out))) {
+    leases.report(key, "must be at most 128 bytes without control characters");
+    out.clear();
   }
-  leases.millis("lease_ttl_ms", out.lease_ttl, kLeaseTtlMs);
-  leases.millis("renew_interval_ms", out.renew_interval, kRenewIntervalMs);
-  leases.millis("safety_margin_ms", out.safety_margin, kSafetyMarginMs);
 }
 
-void read_log(MapReader& root, LogConfig& out) {
-  MapReader log = root.section("log");
-  log.word("level", out.level, kLogLevels);
-  log.choice<LogFormat>("format", out.format, kLogFormats);
-}
-
-void read_http(MapReader& root, HttpConfig& out) {
-  MapReader http = root.section("http");
-  http.millis("backlog_interval_ms", out.backlog_interval, kBacklogIntervalMs);
+void read_http_listen(MapReader& http, std::string_view key, std::string& out, Config&) {
   std::string listen;
-  if (!http.text("listen", listen)) return;
+  if (!http.text(key, listen)) return;
   if (const auto problem = listen_problem(listen)) {
-    http.report("listen", *problem);
+    http.report(key, *problem);
     return;
   }
-  out.listen = std::move(listen);
+  out = std::move(listen);
 }
 
 }  // namespace outboxd::config
