@@ -21,13 +21,6 @@ namespace outboxd::daemon {
 
 namespace {
 
-nlohmann::json to_json(const pg::DestinationStatus& s) {
-  nlohmann::json j{{"pending", s.pending}, {"due", s.due},       {"scheduled", s.scheduled},
-                   {"retrying", s.retrying}, {"parked", s.parked}, {"oldest_pending_age_ms", nullptr}};
-  if (s.oldest_pending_age) j["oldest_pending_age_ms"] = s.oldest_pending_age->count();
-  return j;
-}
-
 // The name whole (at most 256 characters): two names cut alike would read as one.
 void print_row(const std::string& name, const pg::DestinationStatus& s) {
   const std::string age = s.oldest_pending_age ? std::to_string(s.oldest_pending_age->count()) + " ms" : "-";
@@ -91,8 +84,7 @@ int cmd_status(const std::string& path, bool json) {
   if (!standby) return database_failure("status", standby.error(), *connection, *config);
   const auto& line = standby.value();
   if (json) {
-    nlohmann::json out{{"total", to_json(r.total)}, {"destinations", nlohmann::json::object()}};
-    for (const auto& d : r.destinations) out["destinations"][d.destination] = to_json(d);
+    nlohmann::json out = status_json(r);
     if (line) {
       out["standby"] = {{"waits_for", line->waits_for}, {"reports", line->behind.has_value()},
                         {"behind_bytes", line->behind ? nlohmann::json(*line->behind) : nlohmann::json()}};

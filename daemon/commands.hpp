@@ -55,5 +55,6 @@ int cmd_timeline(const std::string& path, const std::string& session_id, int lim
 int cmd_replay(const std::string& path, const ReplayOptions& options);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);
+int cmd_console(const std::string& path, const std::string& listen);
 
 }  // namespace outboxd::daemon

@@ -23,6 +23,7 @@ struct Options {
   std::string message_id;
   std::string session_id;
   int timeline_limit = 1000;
+  std::string console_listen;
 };
 
 void no_options(CLI::App&, Options&) {}
@@ -84,6 +85,10 @@ void replay_selection(CLI::App& cmd, Options& options) {
   cmd.add_flag("--yes", o.yes, "replay them (without it, a dry run that exits 2)");
 }
 
+void console_options(CLI::App& cmd, Options& options) {
+  cmd.add_option("--listen", options.console_listen, "host:port to serve on (default: console.listen, 127.0.0.1:9189)");
+}
+
 struct Command {
   const char* name;
   const char* help;
@@ -118,6 +123,8 @@ constexpr std::array kCommands{
             [](const Options& o) { return cmd_timeline(o.config_path, o.session_id, o.timeline_limit, o.json); }},
     Command{"replay", "send dispatched rows again (retention keep), same message ids, in order", replay_selection,
             [](const Options& o) { return cmd_replay(o.config_path, o.replay); }},
+    Command{"console", "serve the operators' web view: backlog, parked rows, timelines, audit trail",
+            console_options, [](const Options& o) { return cmd_console(o.config_path, o.console_listen); }},
 };
 
 // One subcommand per table row, each with its own options and then the config file every command reads.

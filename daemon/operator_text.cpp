@@ -80,4 +80,21 @@ std::vector<nlohmann::json> parsed(const std::vector<std::string>& documents) {
   return out;
 }
 
+namespace {
+
+nlohmann::json counts_json(const pg::DestinationStatus& s) {
+  nlohmann::json j{{"pending", s.pending}, {"due", s.due},       {"scheduled", s.scheduled},
+                   {"retrying", s.retrying}, {"parked", s.parked}, {"oldest_pending_age_ms", nullptr}};
+  if (s.oldest_pending_age) j["oldest_pending_age_ms"] = s.oldest_pending_age->count();
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json status_json(const pg::StatusReport& report) {
+  nlohmann::json out{{"total", counts_json(report.total)}, {"destinations", nlohmann::json::object()}};
+  for (const auto& d : report.destinations) out["destinations"][d.destination] = counts_json(d);
+  return out;
+}
+
 }  // namespace outboxd::daemon

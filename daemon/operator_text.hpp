@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safe_text.hpp"
+#include "pg/outbox_store.hpp"
 
 namespace outboxd::daemon {
 
@@ -33,6 +34,9 @@ void print_count(const char* noun, std::size_t listed, std::int64_t matched);
 
 // At most ten ids, each as shown(), then "and N more": for log lines and summaries.
 std::string id_list(const std::vector<std::string>& ids);
+
+// `outboxd status --json` and the console's: {"total": {...}, "destinations": {name: {...}}}.
+nlohmann::json status_json(const pg::StatusReport& report);
 
 // Parses every document of a listing.
 std::vector<nlohmann::json> parsed(const std::vector<std::string>& documents);

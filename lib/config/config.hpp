@@ -181,6 +181,16 @@ struct HttpConfig {
   bool operator==(const HttpConfig&) const = default;
 };
 
+// `outboxd console`, the operators' web view; `run` reads none of it.
+struct ConsoleConfig {
+  std::string listen = "127.0.0.1:9189";  // host:port; --listen overrides
+  std::string token_file;         // resolved path of the login token; read at start, never logged
+  bool allow_plain_http = false;  // serve a non-loopback address without TLS (warned)
+  milliseconds sample_interval{10000};  // backlog samples for the charts of /
+
+  bool operator==(const ConsoleConfig&) const = default;
+};
+
 struct Config {
   std::string source;             // file the config came from
   DatabaseConfig database;
@@ -191,6 +201,7 @@ struct Config {
   LeaseConfig leases;
   LogConfig log;
   HttpConfig http;
+  ConsoleConfig console;
 
   bool operator==(const Config&) const = default;
 };

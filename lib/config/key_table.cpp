@@ -197,6 +197,20 @@ void add_runtime_keys(std::vector<KeySpec>& t) {
       "/metrics /healthz /readyz; empty: off"));
   t.push_back(key<&Config::http, &HttpConfig::backlog_interval>(
       "http.backlog_interval_ms", applied, Millis{0, 86'400'000}, "backlog figures of /metrics; 0: off"));
+
+  // Read by `outboxd console` alone, at its start: `run` adopts a change
+  // without a restart and without effect; the docs say when it applies.
+  t.push_back(key<&Config::console, &ConsoleConfig::listen>(
+      "console.listen", applied, Custom<std::string>{read_console_listen, "host:port"},
+      "where `outboxd console` serves; --listen overrides"));
+  t.push_back(key<&Config::console, &ConsoleConfig::token_file>(
+      "console.token_file", applied, Custom<std::string>{read_console_token_file, "path of a readable file"},
+      "the console's login and Bearer token (required by `outboxd console`)"));
+  t.push_back(key<&Config::console, &ConsoleConfig::allow_plain_http>(
+      "console.allow_plain_http", applied, Flag{}, "serve a non-loopback console.listen over plain HTTP"));
+  t.push_back(key<&Config::console, &ConsoleConfig::sample_interval>(
+      "console.sample_interval_ms", applied, Millis{1000, 3'600'000}, "backlog samples for the console's charts"));
+  for (auto row = t.end() - 4; row != t.end(); ++row) row->on_reload = "console start";
 }
 
 }  // namespace

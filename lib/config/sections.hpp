@@ -39,5 +39,8 @@ void read_outbox_schema(MapReader& outbox, std::string_view key, std::string& ou
 void read_workflow_schema(MapReader& outbox, std::string_view key, std::string& out, Config& config);
 void read_instance_id(MapReader& leases, std::string_view key, std::string& out, Config& config);
 void read_http_listen(MapReader& http, std::string_view key, std::string& out, Config& config);
+void read_console_listen(MapReader& console, std::string_view key, std::string& out, Config& config);
+// The path, once the file reads as a token (check-config finds a missing or empty one).
+void read_console_token_file(MapReader& console, std::string_view key, std::string& out, Config& config);
 
 }  // namespace outboxd::config

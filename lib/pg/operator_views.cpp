@@ -56,6 +56,28 @@ std::string workflow_sql(const std::string& schema) {
   return "SELECT to_jsonb(w)::text FROM " + schema + ".workflow_states($1) w";
 }
 
+// Newest first over row_events_at_idx; the session comes from the row, which may be gone.
+std::string audit_sql(const std::string& schema, const std::string& t) {
+  return "SELECT (to_jsonb(e) || jsonb_build_object('session_id', m.session_id))::text, count(*) OVER () "
+         "FROM " + schema + ".row_events e LEFT JOIN " + t + " m ON m.id = e.row_id "
+         "WHERE ($1::text IS NULL OR e.message_id = $1) AND ($2::text IS NULL OR m.session_id = $2) "
+         "AND ($3::text IS NULL OR e.db_role = $3) AND ($4::timestamptz IS NULL OR e.at >= $4::timestamptz) "
+         "AND ($5::timestamptz IS NULL OR e.at < $5::timestamptz) ORDER BY e.at DESC, e.id DESC LIMIT $6";
+}
+
+std::string body_sql(const std::string& t) {
+  return "SELECT encode(substring(m.body FROM 1 FOR $2::int), 'hex'), octet_length(m.body), m.content_type "
+         "FROM " + t + " m WHERE m.message_id = $1";
+}
+
+std::string from_hex(std::string_view hex) {
+  const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string bytes;
+  bytes.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) bytes += static_cast<char>(nibble(hex[i]) * 16 + nibble(hex[i + 1]));
+  return bytes;
+}
+
 std::optional<std::string> unless_empty(const std::string& value) {
   if (value.empty()) return std::nullopt;
   return value;
@@ -122,6 +144,32 @@ core::Result<SessionTimeline> OperatorViews::timeline(const std::string& session
     if (!states) return in_context("reading a session's workflow state", states.error());
     return SessionTimeline{listing(rows.value()), first_column(states.value())};
   });
+}
+
+core::Result<Listing> OperatorViews::audit(const AuditFilter& filter) {
+  return in_utc("reading the audit trail", [&]() -> core::Result<Listing> {
+    auto rows = connection_.exec_params(
+        audit_sql(schema_, table_), {unless_empty(filter.message_id), unless_empty(filter.session_id),
+                                     unless_empty(filter.db_role), unless_empty(filter.since),
+                                     unless_empty(filter.until), std::to_string(filter.limit)});
+    if (!rows) return in_context("reading the audit trail", rows.error());
+    return listing(rows.value());
+  });
+}
+
+core::Result<std::int64_t> OperatorViews::inserted_total() {
+  auto rows = connection_.exec_params("SELECT coalesce(pg_stat_get_tuples_inserted($1::regclass), 0)", {table_});
+  if (!rows) return in_context("reading the outbox's insert count", rows.error());
+  return rows.value().int64(0, 0);
+}
+
+core::Result<std::optional<BodyPrefix>> OperatorViews::body(const std::string& message_id, int max_bytes) {
+  auto rows = connection_.exec_params(body_sql(table_), {message_id, std::to_string(max_bytes)});
+  if (!rows) return in_context("reading a row's body", rows.error());
+  if (rows.value().size() == 0) return std::optional<BodyPrefix>();
+  const Rows& r = rows.value();
+  return std::optional<BodyPrefix>(BodyPrefix{from_hex(r.text(0, 0)), r.int64(0, 1),
+                                              r.is_null(0, 2) ? std::string() : std::string(r.text(0, 2))});
 }
 
 }  // namespace outboxd::pg

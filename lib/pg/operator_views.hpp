@@ -40,6 +40,23 @@ struct SessionTimeline {
   std::vector<std::string> workflow_states;  // outbox.workflow_states(session)
 };
 
+// Which row_events the audit trail lists; empty fields do not filter.
+struct AuditFilter {
+  std::string message_id;
+  std::string session_id;  // the session of the event's row, while the row exists
+  std::string db_role;
+  std::string since;  // times PostgreSQL reads (timestamptz input)
+  std::string until;
+  int limit = 200;
+};
+
+// The first bytes of a row's body and its size.
+struct BodyPrefix {
+  std::string bytes;
+  std::int64_t size = 0;
+  std::string content_type;
+};
+
 // Read-only; each call is one transaction with TimeZone UTC, so times read
 // the same everywhere and a row and its events come from one snapshot.
 class OperatorViews {
@@ -49,6 +66,14 @@ class OperatorViews {
   core::Result<Listing> parked(const ParkedFilter& filter);
   core::Result<RowHistory> show(const std::string& message_id);
   core::Result<SessionTimeline> timeline(const std::string& session_id, int limit);
+  // row_events newest first, each with its row's session_id (null once the
+  // row is purged); an unreadable time is the database's error.
+  core::Result<Listing> audit(const AuditFilter& filter);
+  // Rows ever inserted into the outbox table, as the statistics count them
+  // (they lag by up to a second and restart at a statistics reset).
+  core::Result<std::int64_t> inserted_total();
+  // nullopt when no row has the id.
+  core::Result<std::optional<BodyPrefix>> body(const std::string& message_id, int max_bytes);
 
  private:
   template <class Read>

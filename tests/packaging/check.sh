@@ -195,7 +195,7 @@ cmake_links() {
 # not ours), one a line.
 doc_links() {
   awk -v lib="$1" '$1 == lib && /->/ { sub(/.*-> */, ""); sub(/ *[[(].*/, ""); print }' docs/design.md |
-    tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -xE 'core|dispatch|config|log|pg|amqp|metrics' | sort -u || true
+    tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -xE 'core|dispatch|config|log|pg|amqp|metrics|console' | sort -u || true
 }
 
 # The same rules on the link lines: core links nothing, dispatch only core (no third-party library,
@@ -212,7 +212,7 @@ library_links() {
   fi
   cmake_links pg | grep -qx outboxd_amqp && { echo "pg links amqp"; bad=1; }
   cmake_links amqp | grep -qx outboxd_pg && { echo "amqp links pg"; bad=1; }
-  for lib in core dispatch config log pg amqp metrics; do
+  for lib in core dispatch config log pg amqp metrics console; do
     ours=$(cmake_links "$lib" | sed -n 's/^outboxd_//p')
     [ "$ours" = "$(doc_links "$lib")" ] ||
       { echo "lib/$lib links [$(echo "$ours" | tr '\n' ' ')] but docs/design.md draws [$(doc_links "$lib" | tr '\n' ' ')]"; bad=1; }

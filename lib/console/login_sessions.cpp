@@ -1,0 +1,98 @@
+// Login sessions with idle expiry, constant-time token comparison, and the parsing of Cookie and Authorization.
+#include "console/login_sessions.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/safe_text.hpp"
+
+namespace outboxd::console {
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+LoginSessions::LoginSessions(std::function<std::string()> random_token, std::chrono::seconds idle_limit,
+                             std::size_t max_sessions)
+    : random_token_(std::move(random_token)), idle_limit_(idle_limit), max_sessions_(max_sessions) {}
+
+std::string LoginSessions::open(std::string_view name, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(sessions_, [&](const auto& entry) { return now - entry.second.last_used >= idle_limit_; });
+  while (!sessions_.empty() && sessions_.size() >= max_sessions_) {
+    sessions_.erase(std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
+      return a.second.last_used < b.second.last_used;
+    }));
+  }
+  std::string id = random_token_();
+  sessions_[id] = {{std::string(name), random_token_()}, now};
+  return id;
+}
+
+std::optional<Login> LoginSessions::find(std::string_view id, Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  const auto found = sessions_.find(id);
+  if (found == sessions_.end()) return std::nullopt;
+  if (now - found->second.last_used >= idle_limit_) {
+    sessions_.erase(found);
+    return std::nullopt;
+  }
+  found->second.last_used = now;
+  return found->second.login;
+}
+
+void LoginSessions::close(std::string_view id) {
+  std::lock_guard lock(mutex_);
+  if (const auto found = sessions_.find(id); found != sessions_.end()) sessions_.erase(found);
+}
+
+bool same_secret(std::string_view given, std::string_view secret) {
+  unsigned char differ = given.size() == secret.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    differ |= static_cast<unsigned char>(given[i] ^ (secret.empty() ? 0 : secret[i % secret.size()]));
+  }
+  return differ == 0 && !secret.empty();
+}
+
+std::optional<std::string> cookie_value(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    const std::size_t end = header.find(';');
+    const std::string_view pair = trimmed(header.substr(0, end));
+    const std::size_t equals = pair.find('=');
+    if (equals != std::string_view::npos && pair.substr(0, equals) == name) return std::string(pair.substr(equals + 1));
+    if (end == std::string_view::npos) break;
+    header.remove_prefix(end + 1);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> bearer_token(std::string_view authorization) {
+  authorization = trimmed(authorization);
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() <= kScheme.size()) return std::nullopt;
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return std::nullopt;
+  }
+  const std::string_view token = trimmed(authorization.substr(kScheme.size()));
+  if (token.empty()) return std::nullopt;
+  return std::string(token);
+}
+
+std::string session_cookie(std::string_view id, bool secure) {
+  return std::string(kSessionCookie) + "=" + std::string(id) + "; Path=/; HttpOnly; SameSite=Strict" +
+         (secure ? "; Secure" : "");
+}
+
+std::optional<std::string> login_name(std::string_view typed) {
+  std::string name(trimmed(core::safe_text(trimmed(typed), 64)));
+  if (name.empty()) return std::nullopt;
+  return name;
+}
+
+}  // namespace outboxd::console

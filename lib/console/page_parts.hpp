@@ -1,0 +1,28 @@
+// Pieces the console's pages share: the frame around them, JSON values as cells, times, counts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "console/html.hpp"
+#include "console/pages.hpp"
+
+namespace outboxd::console {
+
+// The whole document: head with the stylesheet, navigation, who is logged in
+// with a logout form, then `content`.
+std::string framed(const Frame& frame, std::string_view title, const Html& content);
+
+// A JSON value as a cell: a string's text, another value's JSON, "-" for null or missing.
+Html cell(const nlohmann::json& value, std::size_t max_bytes = 200);
+// A timestamptz as the views give it (UTC) to the second: "2026-12-01 13:20:05Z"; "-" for null.
+Html when(const nlohmann::json& value);
+// "N rows" and, when a limit cut them, how many matched.
+Html count_line(std::size_t listed, std::int64_t matched, std::string_view noun);
+// The value of `key` of an object, null when missing or `object` is not one.
+const nlohmann::json& field(const nlohmann::json& object, const char* key);
+
+}  // namespace outboxd::console

@@ -1,0 +1,74 @@
+// The console's pages as HTML, from the JSON documents the operator views return; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "console/html.hpp"
+#include "console/samples.hpp"
+
+namespace outboxd::console {
+
+// The Content-Security-Policy of every response: nothing but the page itself
+// and its stylesheet; no script at all; forms post only to the console.
+inline constexpr const char* kContentSecurityPolicy =
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'";
+
+// The stylesheet, served at /console.css.
+std::string_view stylesheet();
+
+// What every page shows around its content: who is logged in, and the CSRF
+// token its forms carry.
+struct Frame {
+  std::string operator_name;
+  std::string csrf;
+};
+
+std::string login_page(std::string_view problem);
+
+// `status`: {"total": {...}, "destinations": {name: {pending, due, scheduled,
+// retrying, parked, oldest_pending_age_ms}}} as `outboxd status --json`.
+std::string overview_page(const Frame& frame, const nlohmann::json& status, const SampleHistory& samples, double now);
+
+// `listing`: {"rows": [...], "matched": N} as `outboxd parked --json`.
+std::string parked_page(const Frame& frame, const nlohmann::json& listing);
+
+// The row's body, up to what the console reads of it.
+struct BodyView {
+  std::string bytes;
+  std::int64_t size = 0;  // the whole body's
+  std::string content_type;
+};
+
+// `row`: the row as `outboxd show --json` gives it (null when none has the id).
+std::string row_page(const Frame& frame, std::string_view message_id, const nlohmann::json& row,
+                     const std::vector<nlohmann::json>& events, const BodyView& body);
+
+// The body for people: pretty JSON when it parses as JSON, text when it is
+// UTF-8 without control characters (newlines and tabs aside), else a hex dump;
+// escaped whichever.
+Html body_html(const BodyView& body);
+
+// `timeline`: {"rows": [...], "matched": N, "workflow": [...]} as `outboxd timeline --json`.
+std::string session_page(const Frame& frame, std::string_view session_id, const nlohmann::json& timeline);
+
+// The filter the audit page was asked with, shown back in its form.
+struct AuditFilter {
+  std::string message_id;
+  std::string session_id;
+  std::string role;
+  std::string since;  // a time PostgreSQL reads
+  std::string until;
+};
+
+std::string audit_page(const Frame& frame, const AuditFilter& filter, const nlohmann::json& listing);
+
+// A page saying what went wrong (a database error, a row not found).
+std::string problem_page(const Frame& frame, std::string_view title, std::string_view text);
+
+}  // namespace outboxd::console
