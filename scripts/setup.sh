@@ -44,6 +44,8 @@ TEST_PACKAGES=(
   clang-15 libfuzzer-15-dev
   # promtool checks config/prometheus and /metrics; the metrics test runs a Prometheus server.
   prometheus
+  # The console's browser test drives headless Chromium over the DevTools protocol (a websocket).
+  chromium python3-websocket
 )
 
 usage() { echo "usage: scripts/setup.sh [--release | --demo] [--target T]... [--no-build]" >&2; exit 2; }

@@ -1,0 +1,150 @@
+"""`outboxd console` against a live daemon and RabbitMQ, as the dispatcher role: login, 401, CSRF, actions, audit."""
+
+import json
+import subprocess
+from urllib.parse import quote
+
+import harness
+from console_client import TOKEN, Console, live, park, wait_event  # noqa: F401  (live: a fixture)
+from harness import enqueue, unique
+
+PAGES = ["/", "/parked", "/rows/x", "/sessions/s", "/audit",
+         "/api/status", "/api/parked", "/api/rows/x", "/api/sessions/s", "/api/audit"]
+
+
+def test_every_page_and_action_answers_401_without_the_token(live):
+    _, console, _ = live
+    for path in PAGES:
+        for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"},
+                        {"Cookie": "outboxd_console=0123456789abcdef"}):
+            status, response_headers, body = console.request("GET", path, headers=headers)
+            assert status == 401, (path, headers, status)
+            assert "default-src 'none'" in response_headers["content-security-policy"]
+            assert "<script" not in body
+    for path in ["/parked/x/requeue", "/parked/x/skip", "/sessions/s/requeue", "/sessions/s/skip",
+                 "/api/parked/x/skip"]:
+        assert console.request("POST", path, form={"csrf": "x"})[0] == 401, path
+    # A wrong token at login gives no cookie.
+    status, headers, _ = console.request("POST", "/login", form={"token": TOKEN + "x", "name": "mallory"})
+    assert status == 401 and "set-cookie" not in headers
+
+
+def test_login_gives_an_httponly_samesite_strict_cookie_and_strict_headers(live):
+    _, console, _ = live
+    status, headers, _ = console.request("POST", "/login", form={"token": TOKEN, "name": "alice"})
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    status, headers, page = console.request("GET", "/", headers={"Cookie": cookie.split(";")[0]})
+    assert status == 200
+    assert headers["content-security-policy"].startswith("default-src 'none'")
+    assert headers["x-content-type-options"] == "nosniff" and headers["x-frame-options"] == "DENY"
+    assert "<svg" in page and "<script" not in page
+
+
+def test_an_action_without_its_csrf_token_answers_403_and_changes_nothing(live):
+    database, console, _ = live
+    session = unique("csrf")
+    park(database, session, f"{session}-1")
+    cookie, csrf = console.login()
+    for form in ({}, {"csrf": ""}, {"csrf": "0" * len(csrf)}):
+        for path in [f"/parked/{session}-1/skip", f"/parked/{session}-1/requeue", f"/sessions/{session}/skip"]:
+            status, _, _ = console.request("POST", path, headers={"Cookie": cookie}, form=form)
+            assert status == 403, (path, form, status)
+    assert database.query("SELECT status FROM outbox.messages WHERE message_id = %s", (f"{session}-1",)) == [("parked",)]
+    assert database.query("SELECT count(*) FROM outbox.row_events WHERE message_id = %s AND action <> 'parked'",
+                          (f"{session}-1",)) == [(0,)]
+
+
+def test_requeue_and_skip_through_the_forms_are_recorded_with_the_role_and_login_name(live):
+    database, console, _ = live
+    session = unique("forms")
+    first, second = f"{session}-1", f"{session}-2"
+    park(database, session, first, waiting=second)
+    cookie, csrf = console.login("alice <ops>")
+
+    _, _, page = console.request("GET", "/parked", headers={"Cookie": cookie})
+    assert f'action="/parked/{first}/requeue"' in page and f'action="/sessions/{session}/skip"' in page
+    assert "alice &lt;ops&gt;" in page
+
+    status, headers, _ = console.request("POST", f"/parked/{first}/requeue", headers={"Cookie": cookie},
+                                         form={"csrf": csrf})
+    assert status == 303 and headers["location"] == "/parked"
+    role = database.dispatcher_role
+    assert wait_event(database, first, "requeued") == [(role, "console:alice <ops>")]
+    harness.wait_until(lambda: len(database.query(
+        "SELECT 1 FROM outbox.row_events WHERE message_id = %s AND action = 'parked'", (first,))) == 2,
+        what="the requeued row parked again (it is still too large)")
+
+    status, headers, _ = console.request("POST", f"/sessions/{session}/skip", headers={"Cookie": cookie},
+                                         form={"csrf": csrf})
+    assert status == 303 and headers["location"] == f"/sessions/{session}"
+    assert wait_event(database, first, "skipped") == [(role, "console:alice <ops>")]
+    # The session moves on: the row behind the skipped one is sent (and deleted, retention delete).
+    harness.wait_until(lambda: database.query(
+        "SELECT count(*) FROM outbox.messages WHERE message_id = %s", (second,)) == [(0,)], what="the next row sent")
+
+    # The audit trail, filtered by session, as a page and as JSON.
+    _, _, audit = console.request("GET", f"/audit?session_id={session}", headers={"Cookie": cookie})
+    assert audit.count("console:alice &lt;ops&gt;") == 2  # requeued, then skipped
+    status, _, body = console.request("GET", f"/api/audit?session_id={session}&role={role}",
+                                      headers={"Cookie": cookie})
+    events = json.loads(body)["events"]
+    assert status == 200
+    assert sorted(e["action"] for e in events) == ["parked", "parked", "requeued", "skipped"]
+    assert sorted(e["action"] for e in events if e["os_user"]) == ["requeued", "skipped"]
+    assert {e["session_id"] for e in events} == {session}
+
+    _, _, timeline = console.request("GET", f"/sessions/{session}", headers={"Cookie": cookie})
+    assert timeline.count(">skipped<") == 1
+
+
+def test_scripts_use_the_bearer_token_and_json(live):
+    database, console, _ = live
+    session = unique("api")
+    park(database, session, f"{session}-1")
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    status, headers, body = console.request("GET", "/api/parked", headers=bearer)
+    assert status == 200 and headers["content-type"].startswith("application/json")
+    assert f"{session}-1" in [row["message_id"] for row in json.loads(body)["rows"]]
+    # Accept: application/json on a page's own path gives the same document.
+    status, _, body = console.request("GET", "/parked", headers={**bearer, "Accept": "application/json"})
+    assert status == 200 and "rows" in json.loads(body)
+    status, _, body = console.request("POST", f"/api/parked/{session}-1/skip", headers=bearer, form={})
+    assert status == 200 and json.loads(body) == {"action": "skip", "changed": [f"{session}-1"]}
+    assert wait_event(database, f"{session}-1", "skipped") == [(database.dispatcher_role, "console:bearer token")]
+    status, _, body = console.request("GET", "/api/status", headers=bearer)
+    assert status == 200 and "console-orders" in json.loads(body)["destinations"]
+
+
+def test_a_hostile_row_is_shown_escaped_and_its_id_reaches_its_page(live):
+    database, console, _ = live
+    message_id = unique("x") + "/<b>\"odd\" id"
+    body = json.dumps({"note": "<script>alert(1)</script>", "n": [1, 2]}).encode()
+    with database.writer() as conn, conn.cursor() as cur:
+        enqueue(cur, "console-orders", message_id, body, content_type="application/json",
+                due_at="2100-01-01T00:00:00Z", session_id="<img src=x onerror=alert(1)>")
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    status, _, page = console.request("GET", "/rows/" + quote(message_id, safe=""), headers=bearer)
+    assert status == 200
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "shown as JSON" in page and "&quot;note&quot;" in page
+    assert 'href="/sessions/%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E"' in page
+    assert console.request("GET", "/rows/no-such-row", headers=bearer)[0] == 404
+
+
+def test_a_non_loopback_listen_is_refused_unless_plain_http_is_allowed(live, tmp_path):
+    _, _, config = live
+    result = subprocess.run([harness.OUTBOXD, "console", "-c", config, "--listen", f"0.0.0.0:{harness.free_port()}"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 78
+    assert "not a loopback address" in result.stderr and "console.allow_plain_http" in result.stderr
+
+    allowed = tmp_path / "allowed.yaml"
+    allowed.write_text(open(config).read().replace("console:\n", "console:\n  allow_plain_http: true\n", 1))
+    console = Console(str(allowed), str(tmp_path), host="0.0.0.0")
+    try:
+        assert "over plain HTTP" in console.log()
+    finally:
+        assert console.stop() == 0
