@@ -13,7 +13,7 @@ constexpr std::string_view kStylesheet =
     "header{display:flex;gap:1em;align-items:center;padding:.5em 1em;background:#f6f8fa;border-bottom:1px solid #d0d7de}"
     "nav a{margin-right:1em}.who{margin-left:auto;color:#57606a}main{padding:0 1em 2em}"
     "table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #d0d7de;padding:2px 6px;text-align:left;"
-    "vertical-align:top}th{background:#f6f8fa}form{display:inline}button{margin:1px}"
+    "vertical-align:top;max-width:24em;overflow-wrap:break-word}th{background:#f6f8fa}form{display:inline}button{margin:1px}"
     "pre{background:#f6f8fa;padding:.5em;overflow:auto;max-height:40em}.problem{color:#cf222e}"
     ".count{color:#57606a}.charts{display:flex;flex-wrap:wrap;gap:1em}label{margin-right:1em}"
     ".login form{display:block}.login input{display:block;margin:.3em 0 .8em}";

@@ -137,7 +137,7 @@ def test_a_hostile_row_is_shown_escaped_and_its_id_reaches_its_page(live):
 def test_a_non_loopback_listen_is_refused_unless_plain_http_is_allowed(live, tmp_path):
     _, _, config = live
     result = subprocess.run([harness.OUTBOXD, "console", "-c", config, "--listen", f"0.0.0.0:{harness.free_port()}"],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=15)
     assert result.returncode == 78
     assert "not a loopback address" in result.stderr and "console.allow_plain_http" in result.stderr
 
