@@ -69,8 +69,10 @@ class OperatorViews {
   // row_events newest first, each with its row's session_id (null once the
   // row is purged); an unreadable time is the database's error.
   core::Result<Listing> audit(const AuditFilter& filter);
-  // Rows ever inserted into the outbox table, as the statistics count them
-  // (they lag by up to a second and restart at a statistics reset).
+  // Rows ever inserted into the outbox table, as the statistics count them:
+  // a busy writer's inserts show within a second or so, an idle session's
+  // within 10 s (PostgreSQL 15 flushes them then); a statistics reset
+  // restarts the count.
   core::Result<std::int64_t> inserted_total();
   // nullopt when no row has the id.
   core::Result<std::optional<BodyPrefix>> body(const std::string& message_id, int max_bytes);

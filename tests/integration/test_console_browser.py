@@ -34,11 +34,13 @@ def test_an_operator_logs_in_sees_the_parked_row_skips_it_and_finds_it_in_the_au
     park(database, session, stuck, waiting=behind)
     base = f"http://127.0.0.1:{console.port}"
     # Some traffic for the charts, sampled every second: rows sent, and rows scheduled for later.
-    with database.writer() as conn, conn.cursor() as cur:
+    writer = database.writer()
+    with writer.cursor() as cur:
         for i in range(300):
             enqueue(cur, "console-shipping", f"{session}:ship-{i}", b"{}", session_id=f"{session}-{i % 30}")
         for i in range(40):
             enqueue(cur, "console-timeouts", f"{session}:timeout-{i}", b"{}", due_at="2100-01-01T00:00:00Z")
+    writer.close()  # a session that ends flushes its insert counts to the statistics at once
     time.sleep(3)
 
     browser.open(f"{base}/parked")
