@@ -74,14 +74,25 @@ std::optional<std::string> read_token(const config::ConsoleConfig& console) {
   return std::move(token).value();
 }
 
-// SIGTERM and SIGINT blocked in every thread from here on, taken by sigwait.
-sigset_t block_stop_signals() {
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  return stop;
+// SIGTERM, SIGINT and SIGHUP blocked in every thread from here on, taken by sigwait.
+sigset_t block_signals() {
+  sigset_t taken;
+  sigemptyset(&taken);
+  sigaddset(&taken, SIGTERM);
+  sigaddset(&taken, SIGINT);
+  sigaddset(&taken, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &taken, nullptr);
+  return taken;
+}
+
+// Until SIGTERM or SIGINT; a SIGHUP (a reload sent to every unit process) changes nothing.
+int wait_for_stop(const sigset_t& taken) {
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&taken, &signal) != 0) continue;
+    if (signal != SIGHUP) return signal;
+    spdlog::info("console: SIGHUP ignored: the console reads its configuration at start only");
+  }
 }
 
 }  // namespace
@@ -97,7 +108,7 @@ int cmd_console(const std::string& path, const std::string& listen_option) {
   auto connection = connect_for_command(*config, "console");
   if (!connection) return kExitFailure;
 
-  const sigset_t stop_signals = block_stop_signals();
+  const sigset_t signals = block_signals();
   const auto interval = config->console.sample_interval;
   ConsoleApp app(std::move(*config), std::move(*connection), std::move(*token));
   metrics::HttpService service(console_limits());
@@ -120,9 +131,7 @@ int cmd_console(const std::string& path, const std::string& listen_option) {
       wake.wait_for(lock, interval, [&] { return stopping; });
     }
   });
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  spdlog::info("console: stopping on signal {}", signal);
+  spdlog::info("console: stopping on signal {}", wait_for_stop(signals));
   {
     std::lock_guard lock(mutex);
     stopping = true;

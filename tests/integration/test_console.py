@@ -1,6 +1,7 @@
 """`outboxd console` against a live daemon and RabbitMQ, as the dispatcher role: login, 401, CSRF, actions, audit."""
 
 import json
+import signal
 import subprocess
 from urllib.parse import quote
 
@@ -134,7 +135,7 @@ def test_a_hostile_row_is_shown_escaped_and_its_id_reaches_its_page(live):
     assert console.request("GET", "/rows/no-such-row", headers=bearer)[0] == 404
 
 
-def test_a_non_loopback_listen_is_refused_unless_plain_http_is_allowed(live, tmp_path):
+def test_a_non_loopback_listen_is_refused_unless_plain_http_is_allowed_and_sighup_is_ignored(live, tmp_path):
     _, _, config = live
     result = subprocess.run([harness.OUTBOXD, "console", "-c", config, "--listen", f"0.0.0.0:{harness.free_port()}"],
                             capture_output=True, text=True, timeout=15)
@@ -146,5 +147,9 @@ def test_a_non_loopback_listen_is_refused_unless_plain_http_is_allowed(live, tmp
     console = Console(str(allowed), str(tmp_path), host="0.0.0.0")
     try:
         assert "over plain HTTP" in console.log()
+        # A reload signal sent to a unit's processes leaves the console serving.
+        console.process.send_signal(signal.SIGHUP)
+        harness.wait_until(lambda: "SIGHUP ignored" in console.log(), what="the SIGHUP logged")
+        assert console.request("GET", "/login")[0] == 200
     finally:
         assert console.stop() == 0
