@@ -26,9 +26,9 @@ void RowBook::restart_pass() {
   claim_may_find_rows_ = true;
 }
 
-// The rows held that the claim could return again: immediate rows ahead of
-// the pass's cursor, and timeouts (the timeout claim has no cursor). Left out
-// by the claim, they cost it nothing and leave its batch to new rows.
+// The rows held: the claim leaves them out (they cost it nothing and leave
+// its batch to new rows), and tells them from rows committed late below the
+// pass's cursor.
 RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t claim_bytes) const {
   const std::size_t bytes = std::min(claim_bytes, planner_.byte_room());
   ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {},
@@ -41,18 +41,11 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
     request.lanes.after = pass_.lanes_after();
     request.lanes.skip = pass_.backlog_destinations();
   }
-  // The claim by destination reads rows below the cursor too, of every
-  // destination but the backlog's: a few, where the backlog's are thousands
-  // and every id listed is parsed and hashed by each statement.
-  const auto& skipped = request.lanes.skip;
-  auto other_destination = [&](const core::OutboxMessage& m) {
-    return std::find(skipped.begin(), skipped.end(), m.destination) == skipped.end();
-  };
-  planner_.for_each_known([&](const HeldRow& held) {
-    if (held.message.id > pass_.cursor() || held.message.due_at || (by_destination && other_destination(held.message))) {
-      request.known.push_back(held.message.id);
-    }
-  });
+  // Every row held, below the cursor too: past the start of a pass the
+  // immediate claim leaves out a row whose session has an earlier pending row
+  // that is not held (a late commit below the cursor), and the claim by
+  // destination one whose session has an earlier unclaimed row elsewhere.
+  planner_.for_each_known([&](const HeldRow& held) { request.known.push_back(held.message.id); });
   return request;
 }
 

@@ -35,7 +35,7 @@ class RowBook {
   struct ClaimRequest {
     std::size_t limit = 0;
     core::RowId after_id = 0;          // the pass's cursor
-    std::vector<core::RowId> known;    // rows the claim could return again: leave them out
+    std::vector<core::RowId> known;    // every row held: the claim leaves them out and tells late commits from them
     std::size_t statement_bytes = 0;   // the byte budget of each statement
     core::LaneRequest lanes;           // while the pass reads a backlog: a share of `limit` by destination
   };

@@ -157,13 +157,28 @@ std::string fence(const std::string& leases, const char* column, const char* own
 
 }  // namespace
 
+// Past the start of a pass ($3 > 0), a row is left for the next pass when its
+// session (its writer's) has an immediate pending row at or below the cursor
+// that the caller does not hold ($4 lists every row it holds): a transaction
+// that took its ids before the cursor passed them and committed after. Its
+// rows below the cursor wait for the next pass; its session's later rows,
+// and those of the same writer's later transactions, must wait with them.
+// messages_session_pending_idx: a session's pending rows below the cursor
+// are the few the caller holds, as strict order lets one go out at a time.
+std::string no_late_row_below(const std::string& t) {
+  return "($3 = 0 OR m.session_id IS NULL OR NOT EXISTS (SELECT 1 FROM " + t + " l "
+         "WHERE l.session_id = m.session_id AND l.status = 'pending' AND l.id <= $3 "
+         "AND l.due_at <= l.created_at AND l.writer IS NOT DISTINCT FROM m.writer "
+         "AND l.id NOT IN (SELECT unnest($4::bigint[]))))";
+}
+
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
 // $5 is the largest payload read inline.
 std::string claim_immediate(const std::string& s, const std::string& t) {
   return bounded_claim(columns(s, held_back(t), "$5"), t,
                        "m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(s, t) +
-                           not_known("$4"),
+                           not_known("$4") + " AND " + no_late_row_below(t),
                        "m.id", " LIMIT $2");
 }
 

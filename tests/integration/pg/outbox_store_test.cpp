@@ -334,3 +334,36 @@ TEST_CASE("a parked or backing-off row holds back later rows of its own session 
   must(connection, "UPDATE outbox.messages SET next_attempt_at = now() - interval '1 second' WHERE message_id = 'b1'");
   CHECK(claim_ids(store).size() == 12);
 }
+
+// A transaction that took its ids before the pass's cursor passed them and
+// committed after: its rows below the cursor wait for the next pass, and so
+// must its sessions' later rows, or a session's second row would go out first.
+TEST_CASE("past the start of a pass a row waits while its session has a late row below the cursor",
+          "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  const core::RowId late = insert(connection, {"a1", "s"});              // committed after the cursor passed it
+  const core::RowId in_flight = insert(connection, {"c1", "t"});         // held by the caller
+  const core::RowId cursor = insert(connection, {"x1", "u"});            // the last row of the claim before
+  const core::RowId next_of_late = insert(connection, {"b1", "s"});      // the same session, a later transaction
+  const core::RowId next_of_held = insert(connection, {"c2", "t"});
+  const core::RowId free_row = insert(connection, {"y1", "v"});
+  const core::RowId no_session = insert(connection, {"z1", std::nullopt});
+  TestRow other{"b1-other-writer", "s"};
+  other.writer = "'app_b'";  // the same session id by another writer: not its session
+  const core::RowId other_writer = insert(connection, other);
+
+  auto claim_after = [&](core::RowId after, std::vector<core::RowId> held) {
+    auto sets = store.claim(all_partitions(), 100, after, held, {}, {});
+    if (!sets) FAIL("claim: " << sets.error().message);
+    return ids_of(sets.value().immediate.rows);
+  };
+  CHECK(claim_after(cursor, {in_flight}) == Ids{next_of_held, free_row, no_session, other_writer});
+  // The next pass starts from the lowest id: the late row first, its session's next after it.
+  CHECK(claim_after(0, {in_flight}) == Ids{late, cursor, next_of_late, next_of_held, free_row, no_session, other_writer});
+  // Once the caller holds the late row, its session's later rows follow it in this pass too.
+  CHECK(claim_after(cursor, {late, in_flight}) == Ids{next_of_late, next_of_held, free_row, no_session, other_writer});
+}
