@@ -155,8 +155,6 @@ std::string fence(const std::string& leases, const char* column, const char* own
          column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + held + ")))";
 }
 
-}  // namespace
-
 // Past the start of a pass ($3 > 0), a row is left for the next pass when its
 // session (its writer's) has an immediate pending row at or below the cursor
 // that the caller does not hold ($4 lists every row it holds): a transaction
@@ -171,6 +169,8 @@ std::string no_late_row_below(const std::string& t) {
          "AND l.due_at <= l.created_at AND l.writer IS NOT DISTINCT FROM m.writer "
          "AND l.id NOT IN (SELECT unnest($4::bigint[]))))";
 }
+
+}  // namespace
 
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
