@@ -39,8 +39,7 @@ struct StandbyLine {
 core::Result<std::optional<StandbyLine>> standby_line(pg::OutboxStore& store, const config::StandbyWait& wait) {
   using Mode = config::StandbyWait::Mode;
   if (wait.mode == Mode::none) return std::optional<StandbyLine>();
-  std::optional<std::string> name;
-  if (wait.mode == Mode::named) name = wait.application_name;
+  const auto name = wait.named();
   auto position = store.standby_position(name);
   if (!position) return position.error();
   StandbyLine line{name.value_or("any"), std::nullopt};

@@ -9,11 +9,6 @@ namespace {
 
 using Mode = config::StandbyWait::Mode;
 
-std::optional<std::string> standby_name(const config::StandbyWait& wait) {
-  if (wait.mode == Mode::named) return wait.application_name;
-  return std::nullopt;  // any: the most advanced standby that reports
-}
-
 std::string standby_text(const config::StandbyWait& wait) {
   if (wait.mode == Mode::named) return fmt::format("standby '{}'", wait.application_name);
   return "the most advanced standby";
@@ -26,7 +21,7 @@ double seconds(core::Duration d) { return std::chrono::duration<double>(d).count
 // If the position cannot be read, the claim is dropped with the connection:
 // its rows are claimed again after reconnecting.
 void RunLoop::hold_for_standby(dispatch::HeldClaim claim) {
-  auto position = db_.rows().standby_position(standby_name(config_.database.wait_for_standby));
+  auto position = db_.rows().standby_position(config_.database.wait_for_standby.named());
   if (!position) return fail_database(position.error());
   let_through(standby_.hold(std::move(claim), position.value().wal, position.value().flushed, clock_.now()));
 }
@@ -43,7 +38,7 @@ void RunLoop::check_standby() {
   const auto& wait = config_.database.wait_for_standby;
   if (wait.mode == Mode::none) return let_through(standby_.release(now));  // switched off by a reload
   if (!db_.up() || !standby_.check_due(now)) return;
-  auto position = db_.rows().standby_position(standby_name(wait));
+  auto position = db_.rows().standby_position(wait.named());
   if (!position) return fail_database(position.error());
   let_through(standby_.on_flushed(position.value().flushed, now));
   if (const auto late = standby_.overdue(now)) {

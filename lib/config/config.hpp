@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,6 +70,12 @@ struct StandbyWait {
   enum class Mode { none, any, named };
   Mode mode = Mode::none;
   std::string application_name;  // Mode::named: the standby's primary_conninfo application_name
+
+  // The standby the database is asked about: its name, or none for the most advanced that reports.
+  std::optional<std::string> named() const {
+    if (mode == Mode::named) return application_name;
+    return std::nullopt;
+  }
 
   bool operator==(const StandbyWait&) const = default;
 };
