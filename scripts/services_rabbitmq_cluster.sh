@@ -2,7 +2,7 @@
 #
 # Each node is the services.sh RabbitMQ node (its env, definitions file, AMQP 1.0 plugin only)
 # with a name, ports and data dir of its own, chosen by rabbit_select. The nodes boot side by
-# side, each as a cluster of one; then nodes 2..N join node 1, also side by side.
+# side, each as a cluster of one; then nodes 2..N join node 1, one after the other.
 # shellcheck shell=bash
 
 CLUSTER_COOKIE=$SCRATCH/rabbitmq-cluster.cookie
@@ -36,16 +36,24 @@ cluster_any_running() {
   return 1
 }
 
-# Node $1 leaves its cluster of one for node 1's: stop_app, join_cluster and start_app
-# in one eval, so one CLI boot instead of three.
+# Node $1 leaves its cluster of one for node 1's: stop, join_cluster and start in one eval, so
+# one CLI boot instead of three. Nodes join one at a time: two joining the seed at once race in
+# Mnesia's schema merge, and the loser's start fails ({mnesia_app, start}). A join that fails all
+# the same is tried once more from a forced reset, which forgets the half-made membership.
 rabbit_join() {
-  local seed
+  local seed attempt prepare=""
   seed=$(rabbit_select 1 && echo "$RABBIT_NODE")
   (
     rabbit_select "$1"
-    rabbitmqctl eval "ok = rabbit:stop(),
-      case rabbit_mnesia:join_cluster('$seed', disc) of ok -> ok; {ok, already_member} -> ok end,
-      ok = rabbit:start()." >"$RABBIT_DIR/join.log" 2>&1 || { show_log "$RABBIT_DIR/join.log"; exit 1; }
+    for attempt in 1 2; do
+      rabbitmqctl eval "_ = rabbit:stop(), $prepare
+        case rabbit_mnesia:join_cluster('$seed', disc) of ok -> ok; {ok, already_member} -> ok end,
+        ok = rabbit:start()." >"$RABBIT_DIR/join.log" 2>&1 && exit 0
+      cp "$RABBIT_DIR/join.log" "$RABBIT_DIR/join-$attempt.log"
+      prepare="ok = rabbit_mnesia:force_reset(),"
+    done
+    show_log "$RABBIT_DIR/join.log"
+    exit 1
   )
 }
 
@@ -66,11 +74,7 @@ rabbit_cluster_start() {
     (rabbit_select "$i" && mkdir -p "$RABBIT_DIR" && start_one "$RABBIT_LABEL" rabbit_start) & pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  pids=()
-  if ((!failed)); then
-    for ((i = 2; i <= count; i++)); do rabbit_join "$i" & pids+=($!); done
-    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  fi
+  for ((i = 2; i <= count && !failed; i++)); do rabbit_join "$i" || failed=1; done
   report cluster "$( ((failed)) && echo FAILED || echo ready)" "$count nodes" "$t0"
   return "$failed"
 }
