@@ -14,7 +14,8 @@
 namespace outboxd::core {
 
 // An immediate row left out because an earlier row of its session (and
-// writer) is a due timeout still pending: only its id and order_key() are read.
+// writer) is a due timeout still pending, or a row below the pass's cursor
+// that committed after the cursor passed it: only its id and order_key() are read.
 struct HeldBackRow {
   RowId id = 0;
   std::string order;

@@ -108,8 +108,8 @@ bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
 }
 
 // A statement's claimed rows, in its order: the rows, less those held back
-// behind a due timeout of their session, which go to `held_back` (id and
-// order key). A row over the limit comes without body and headers: it is
+// behind a due timeout or a late commit of their session, which go to
+// `held_back` (id and order key). A row over the limit comes without body and headers: it is
 // returned unsendable. A larger row takes its body and headers from `large`;
 // one that payloads() found changed since (no longer pending) is left out,
 // and one past the byte budget ends the set: it and the rows after it are
