@@ -1,4 +1,4 @@
-// What the database bench tools share: `TOOL -c CONFIG [RUNS]`, a session as the dispatcher, every partition.
+// What the database bench tools share: `TOOL -c CONFIG [RUNS]`, a connection as the dispatcher, every partition.
 #pragma once
 
 #include <algorithm>

@@ -54,7 +54,7 @@ class LeaseStore {
   virtual core::Status deregister(std::string_view instance_id) = 0;
 };
 
-// The main thread's database session: (re)connects with backoff and hears NOTIFY.
+// The main thread's database connection: (re)connects with backoff and hears NOTIFY.
 // rows() and leases() may be used only while up().
 class Database {
  public:

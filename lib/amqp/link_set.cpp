@@ -204,7 +204,7 @@ void LinkSet::closed(const std::string& link_name, const std::string& reason, bo
     report(pending.id, refused ? DeliveryOutcome::rejected : DeliveryOutcome::unknown, why);
   }
   // Close our ends too (closing twice is harmless): the next message for the
-  // destination starts with a fresh session and link.
+  // destination starts with a fresh AMQP session and link.
   link->sender.close();
   link->session.close();
   forget(link_name);

@@ -22,9 +22,9 @@
 namespace outboxd::amqp {
 
 // Lives on the container thread. One sender link per destination, opened on
-// first use, each on a session of its own: RabbitMQ answers a failed queue
+// first use, each on an AMQP session of its own: RabbitMQ answers a failed queue
 // declaration (a durable target for an existing non-durable queue, say) by
-// ending the session, which must not take other destinations' deliveries
+// ending the AMQP session, which must not take other destinations' deliveries
 // along. A message waits in its link's queue until the link has credit.
 // Every delivery gets a tag from one 64-bit counter that is never reset, so
 // tags are unique across links and connections: Proton's own numbering
@@ -72,7 +72,7 @@ class LinkSet {
   // unknown; its queued messages become rejected when the peer refused the
   // destination (`refused`), unknown otherwise.
   void link_closed(const proton::sender& sender, const std::string& reason, bool refused);
-  // The peer ended the session of a link: the same as closing that link.
+  // The peer ended the AMQP session of a link: the same as closing that link.
   void session_closed(const proton::session& session, const std::string& reason, bool refused);
 
   // The connection is gone: everything queued or in flight becomes

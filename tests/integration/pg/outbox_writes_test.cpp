@@ -267,7 +267,7 @@ TEST_CASE("open_transactions lists a transaction that has not written yet, not o
   must(elsewhere, "COMMIT");
 }
 
-TEST_CASE("a session in the dispatcher role alone runs every statement of the dispatch loop", "[pg][store][roles]") {
+TEST_CASE("a connection in the dispatcher role alone runs every statement of the dispatch loop", "[pg][store][roles]") {
   ScratchDatabase db;
   Connection setup = db.migrated();
   lease_all(setup);
