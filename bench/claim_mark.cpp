@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     rows += static_cast<long>(ids.size());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  [[maybe_unused]] auto released = leases.release_all(owner);
+  [[maybe_unused]] auto handed = leases.hand_back_all(owner);
   [[maybe_unused]] auto gone = leases.deregister(owner);
   std::printf("claim_mark rows=%ld seconds=%.3f rate=%.0f\n", rows, seconds, static_cast<double>(rows) / seconds);
   return 0;

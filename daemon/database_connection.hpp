@@ -94,10 +94,10 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl) override {
     return leases_->balance(instance_id, ttl);
   }
-  core::Status release(std::string_view instance_id, const std::vector<int>& partitions) override {
-    return leases_->release(instance_id, partitions);
+  core::Status hand_back(std::string_view instance_id, const std::vector<int>& partitions) override {
+    return leases_->hand_back(instance_id, partitions);
   }
-  core::Status release_all(std::string_view instance_id) override { return leases_->release_all(instance_id); }
+  core::Status hand_back_all(std::string_view instance_id) override { return leases_->hand_back_all(instance_id); }
   core::Status deregister(std::string_view instance_id) override { return leases_->deregister(instance_id); }
 
  private:

@@ -26,12 +26,12 @@ class LeaseKeeper {
   bool may_publish() const { return book_.may_publish(clock_.now()); }
   // Partitions to claim rows from: held and within the share.
   const std::vector<int>& partitions() const { return book_.partitions(); }
-  // Held over the share: no new rows; release once none is in flight.
+  // Held over the share: no new rows; hand it back once none is in flight.
   const std::vector<int>& draining() const { return book_.draining(); }
-  core::Status release_drained(LeaseStore& store, const std::vector<int>& drained);
+  core::Status hand_back_drained(LeaseStore& store, const std::vector<int>& drained);
   core::SteadyTime next_renewal() const { return book_.next_renewal(); }
   core::SteadyTime valid_until() const { return book_.valid_until(); }
-  core::Status release(LeaseStore& store);
+  core::Status hand_back_all(LeaseStore& store);
   void force_renewal() { book_.force_renewal(clock_.now()); }
 
  private:

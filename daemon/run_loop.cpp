@@ -131,8 +131,8 @@ bool RunLoop::iterate() {
 int RunLoop::finish() {
   persist_decisions();
   if (db_.up()) {
-    if (auto released = leases_.release(db_.leases()); !released) {
-      spdlog::warn("could not release leases: {}", released.error().message);
+    if (auto handed = leases_.hand_back_all(db_.leases()); !handed) {
+      spdlog::warn("could not hand back leases: {}", handed.error().message);
     }
     [[maybe_unused]] auto gone = db_.leases().deregister(instance_id_);
   }

@@ -86,13 +86,13 @@ class RunLoop {
   };
   std::optional<Written> write_decisions();
   void count_failure(const dispatch::FailureWrite& failure);
-  void release_drained();
+  void hand_back_drained();
   void accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
                     core::SteadyTime started);
   void after_claim(const dispatch::RowBook::Claimed& claimed);
   void hold_for_standby(dispatch::HeldClaim claim);
   void check_standby();
-  void let_through(std::optional<dispatch::StandbyGate::Released> released);
+  void take_cleared(std::optional<dispatch::StandbyGate::Cleared> cleared);
   bool finished_stopping() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);

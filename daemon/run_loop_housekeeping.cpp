@@ -18,15 +18,15 @@ void RunLoop::keep_leases() {
   if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
   book_.drop_partitions(stopped);
   if (!gained.empty()) book_.restart_pass();  // rows of a new partition may lie below the cursor
-  release_drained();
+  hand_back_drained();
 }
 
-// A draining partition is released once none of its rows is held any more.
-void RunLoop::release_drained() {
+// A draining partition is handed back once none of its rows is held any more.
+void RunLoop::hand_back_drained() {
   const auto& draining = leases_.draining();
   if (draining.empty() || !db_.up()) return;
   const auto drained = book_.drained(draining);
-  if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
+  if (auto handed = leases_.hand_back_drained(db_.leases(), drained); !handed) fail_database(handed.error());
 }
 
 void RunLoop::update_health() {

@@ -23,7 +23,7 @@ double seconds(core::Duration d) { return std::chrono::duration<double>(d).count
 void RunLoop::hold_for_standby(dispatch::HeldClaim claim) {
   auto position = db_.rows().standby_position(config_.database.wait_for_standby.named());
   if (!position) return fail_database(position.error());
-  let_through(standby_.hold(std::move(claim), position.value().wal, position.value().flushed, clock_.now()));
+  take_cleared(standby_.hold(std::move(claim), position.value().wal, position.value().flushed, clock_.now()));
 }
 
 void RunLoop::check_standby() {
@@ -36,11 +36,11 @@ void RunLoop::check_standby() {
     return;
   }
   const auto& wait = config_.database.wait_for_standby;
-  if (wait.mode == Mode::none) return let_through(standby_.release(now));  // switched off by a reload
+  if (wait.mode == Mode::none) return take_cleared(standby_.clear(now));  // switched off by a reload
   if (!db_.up() || !standby_.check_due(now)) return;
   auto position = db_.rows().standby_position(wait.named());
   if (!position) return fail_database(position.error());
-  let_through(standby_.on_flushed(position.value().flushed, now));
+  take_cleared(standby_.on_flushed(position.value().flushed, now));
   if (const auto late = standby_.overdue(now)) {
     const auto behind = late->lag_bytes ? fmt::format("has flushed WAL only to {} bytes before the claim",
                                                       *late->lag_bytes)
@@ -52,15 +52,15 @@ void RunLoop::check_standby() {
   }
 }
 
-void RunLoop::let_through(std::optional<dispatch::StandbyGate::Released> released) {
+void RunLoop::take_cleared(std::optional<dispatch::StandbyGate::Cleared> cleared) {
   metrics_.standby_held_rows.set(static_cast<std::int64_t>(standby_.held_rows()));
-  if (!released) return;
-  metrics_.standby_wait_seconds.observe(seconds(released->held_for));
-  if (released->reported) {
+  if (!cleared) return;
+  metrics_.standby_wait_seconds.observe(seconds(cleared->held_for));
+  if (cleared->reported) {
     spdlog::info("{} caught up after {:.1f} s: publishing again", standby_text(config_.database.wait_for_standby),
-                 seconds(released->held_for));
+                 seconds(cleared->held_for));
   }
-  auto& claim = released->claim;
+  auto& claim = cleared->claim;
   accept_claim(std::move(claim.sets), claim.request, claim.started);
 }
 

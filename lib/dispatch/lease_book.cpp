@@ -31,13 +31,13 @@ LeaseBook::Changes LeaseBook::renewed(const std::vector<Held>& held, core::Stead
   return changes;
 }
 
-void LeaseBook::released(const std::vector<int>& drained) {
+void LeaseBook::handed_back(const std::vector<int>& drained) {
   std::vector<int> still;
   std::set_difference(draining_.begin(), draining_.end(), drained.begin(), drained.end(), std::back_inserter(still));
   draining_ = std::move(still);
 }
 
-void LeaseBook::released_all() {
+void LeaseBook::handed_back_all() {
   partitions_.clear();
   draining_.clear();
   valid_until_ = {};

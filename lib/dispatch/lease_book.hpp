@@ -12,8 +12,8 @@ namespace outboxd::dispatch {
 // moment it sent the statement, on its own monotonic clock, and stops
 // publishing safety_margin before that could run out. Partitions held over
 // the fair share are "draining": no new claims, in-flight rows finish, then
-// the caller releases them; once draining, a partition stays so until
-// released, even if the share grows back (its buffered rows are gone).
+// the caller hands them back; once draining, a partition stays so until
+// handed back, even if the share grows back (its buffered rows are gone).
 class LeaseBook {
  public:
   struct Held {
@@ -33,10 +33,10 @@ class LeaseBook {
 
   // A balance sent at `started` succeeded and the instance now holds `held`.
   Changes renewed(const std::vector<Held>& held, core::SteadyTime started);
-  // These draining partitions were released.
-  void released(const std::vector<int>& drained);
-  // Every lease was released (shutdown).
-  void released_all();
+  // These draining partitions were handed back.
+  void handed_back(const std::vector<int>& drained);
+  // Every lease was handed back (shutdown).
+  void handed_back_all();
 
   // False once a lease could have expired in the database, or with none held.
   bool may_publish(core::SteadyTime now) const;

@@ -16,7 +16,7 @@ bool HeldClaim::current(std::uint64_t pass_now, const std::vector<int>& partitio
 
 StandbyGate::StandbyGate(Settings settings) : settings_(settings) {}
 
-std::optional<StandbyGate::Released> StandbyGate::hold(HeldClaim claim, std::int64_t wal,
+std::optional<StandbyGate::Cleared> StandbyGate::hold(HeldClaim claim, std::int64_t wal,
                                                         std::optional<std::int64_t> flushed, core::SteadyTime now) {
   held_ = std::move(claim);
   target_ = wal;
@@ -26,20 +26,20 @@ std::optional<StandbyGate::Released> StandbyGate::hold(HeldClaim claim, std::int
   return on_flushed(flushed, now);
 }
 
-std::optional<StandbyGate::Released> StandbyGate::on_flushed(std::optional<std::int64_t> flushed,
+std::optional<StandbyGate::Cleared> StandbyGate::on_flushed(std::optional<std::int64_t> flushed,
                                                               core::SteadyTime now) {
   if (!held_) return std::nullopt;
   flushed_ = flushed;
-  if (flushed && *flushed >= target_) return release(now);
+  if (flushed && *flushed >= target_) return clear(now);
   schedule(now);
   return std::nullopt;
 }
 
-std::optional<StandbyGate::Released> StandbyGate::release(core::SteadyTime now) {
+std::optional<StandbyGate::Cleared> StandbyGate::clear(core::SteadyTime now) {
   if (!held_) return std::nullopt;
-  Released released{std::move(*held_), now - held_since_, warned_};
+  Cleared cleared{std::move(*held_), now - held_since_, warned_};
   held_.reset();
-  return released;
+  return cleared;
 }
 
 void StandbyGate::drop() { held_.reset(); }

@@ -34,7 +34,7 @@ struct HeldClaim {
 //
 // One claim waits at a time, and no claim is sent while it does: so every row
 // the planner holds came from a claim the standby has passed, and rows handed
-// out again (retries, releases) need no second look. The standby is read
+// out again (retries after an outcome) need no second look. The standby is read
 // again after `first_check`, then at doubling intervals up to `longest_check`,
 // so that a standby streaming normally costs a few reads of a millisecond
 // each, and one that stopped reporting a read per `longest_check`.
@@ -48,8 +48,8 @@ class StandbyGate {
 
   explicit StandbyGate(Settings settings);
 
-  // A claim let through, how long it was held, and whether overdue() reported the hold.
-  struct Released {
+  // A claim cleared, how long it waited, and whether overdue() reported the hold.
+  struct Cleared {
     HeldClaim claim;
     core::Duration held_for{};
     bool reported = false;
@@ -58,12 +58,12 @@ class StandbyGate {
   // A claim, the WAL position read after it, and what the standby had
   // flushed then (none: no standby reports). Returns the claim at once when
   // the standby is past it; else holds it.
-  std::optional<Released> hold(HeldClaim claim, std::int64_t wal, std::optional<std::int64_t> flushed,
+  std::optional<Cleared> hold(HeldClaim claim, std::int64_t wal, std::optional<std::int64_t> flushed,
                                core::SteadyTime now);
   // A later reading of the standby: the claim held, once the standby has passed it.
-  std::optional<Released> on_flushed(std::optional<std::int64_t> flushed, core::SteadyTime now);
+  std::optional<Cleared> on_flushed(std::optional<std::int64_t> flushed, core::SteadyTime now);
   // The claim held, at once: waiting for the standby was switched off (a reload).
-  std::optional<Released> release(core::SteadyTime now);
+  std::optional<Cleared> clear(core::SteadyTime now);
   // Forgets the claim held (its rows will be claimed again).
   void drop();
 

@@ -47,12 +47,12 @@ class Rows {
 
  private:
   friend class Connection;
-  struct Release {
+  struct Clear {
     void operator()(void* result) const;
   };
   explicit Rows(void* result);
   bool binary(int column) const;
-  std::unique_ptr<void, Release> result_;
+  std::unique_ptr<void, Clear> result_;
 };
 
 class Connection {

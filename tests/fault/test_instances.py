@@ -56,7 +56,7 @@ def held_back(log):
 
 def audit_leases(database):
     """Logs every change of a lease's owner, with the old expiry, in the database's own clock:
-    sampling could miss a release between two looks, the trigger misses nothing."""
+    sampling could miss a hand-back between two looks, the trigger misses nothing."""
     with database.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE public.lease_changes (partition int, old_owner text, old_expires timestamptz, "
                     "new_owner text, epoch bigint, at timestamptz)")
@@ -350,7 +350,7 @@ def test_rows_change_only_by_the_unexpired_lease_owner_of_their_partition(workdi
 
 
 def test_instances_joining_mid_drain_take_their_share_without_duplicates(workdir, database, rabbitmq):
-    # docs/design.md: surplus partitions are drained, then released, so a scale-up hands them over
+    # docs/design.md: surplus partitions are drained, then handed back, so a scale-up hands them over
     # without duplicates.
     rows, sessions = 20000, 200
     queue = unique("instances-scaleup")

@@ -190,11 +190,11 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     }
     return leases;
   }
-  core::Status release(std::string_view instance_id, const std::vector<int>& partitions) override {
+  core::Status hand_back(std::string_view instance_id, const std::vector<int>& partitions) override {
     for (const int partition : partitions) {
       std::erase(held, partition);
       if (leased_by(partition, instance_id)) owners.erase(partition);
-      released.push_back(partition);
+      handed_back.push_back(partition);
     }
     return {};
   }
@@ -203,8 +203,8 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     std::erase(held, partition);
     owners[partition] = std::move(other);
   }
-  core::Status release_all(std::string_view) override {
-    released_all = true;
+  core::Status hand_back_all(std::string_view) override {
+    handed_back_all = true;
     return {};
   }
   core::Status deregister(std::string_view) override {
@@ -226,9 +226,9 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   std::vector<int> held{0};
   std::map<int, std::string> owners;  // the lease table: each partition's holder
   std::set<int> over_share;
-  std::vector<int> released;  // by release()
+  std::vector<int> handed_back;  // by hand_back()
   bool armed = false;
-  bool released_all = false;
+  bool handed_back_all = false;
   bool deregistered = false;
   int claims = 0;
   std::optional<std::chrono::milliseconds> next_due;  // what a short claim says of the next scheduled row

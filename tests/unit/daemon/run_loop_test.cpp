@@ -164,7 +164,7 @@ TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its mark
   CHECK(f.stop() == 0);
 }
 
-TEST_CASE("Run loop: a partition over the share is released once its rows in flight are marked",
+TEST_CASE("Run loop: a partition over the share is handed back once its rows in flight are marked",
           "[daemon][run_loop]") {
   LoopFixture f;
   f.database.held = {0, 1};
@@ -177,13 +177,13 @@ TEST_CASE("Run loop: a partition over the share is released once its rows in fli
   REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 1; }));
   const auto later = f.database.insert(std::nullopt, 1);
   for (int i = 0; i < 5; ++i) f.loop.iterate();
-  CHECK(f.database.released.empty());  // its row is still in flight
+  CHECK(f.database.handed_back.empty());  // its row is still in flight
   CHECK(f.broker.times_sent(later) == 0);  // draining: no new rows claimed
   f.broker.answer_held(DeliveryOutcome::accepted);
-  REQUIRE(f.turn_until([&] { return !f.database.released.empty(); }));
-  CHECK(f.database.released == std::vector<int>{1});
+  REQUIRE(f.turn_until([&] { return !f.database.handed_back.empty(); }));
+  CHECK(f.database.handed_back == std::vector<int>{1});
   CHECK(f.database.status(kept) == Status::dispatched);
-  CHECK(f.database.status(draining) == Status::dispatched);  // marked before the release
+  CHECK(f.database.status(draining) == Status::dispatched);  // marked before the hand-back
   CHECK(f.stop() == 0);
 }
 
@@ -206,7 +206,7 @@ TEST_CASE("Run loop: a database error mid-pipeline reconnects and persists what 
   CHECK(f.stop() == 0);
 }
 
-TEST_CASE("Run loop: SIGTERM waits for outstanding outcomes, persists them and releases the leases",
+TEST_CASE("Run loop: SIGTERM waits for outstanding outcomes, persists them and hands back the leases",
           "[daemon][run_loop]") {
   LoopFixture f;
   f.broker.hold = true;
@@ -220,7 +220,7 @@ TEST_CASE("Run loop: SIGTERM waits for outstanding outcomes, persists them and r
   }
   CHECK(f.loop.finish() == 0);
   CHECK(f.database.status(id) == Status::dispatched);
-  CHECK(f.database.released_all);
+  CHECK(f.database.handed_back_all);
   CHECK(f.database.deregistered);
   CHECK(f.broker.stopped);
 }

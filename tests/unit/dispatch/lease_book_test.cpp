@@ -65,16 +65,16 @@ TEST_CASE("Lost and gained partitions are reported; draining ones stop and stay 
   CHECK(book.partitions() == Ints{1});
   CHECK(book.draining() == Ints{3});
 
-  // The share grows back before 3 was released: 3 keeps draining.
+  // The share grows back before 3 was handed back: 3 keeps draining.
   auto regrown = book.renewed(held({1, 3, 4}), clock.now());
   CHECK(regrown.gained == Ints{4});
   CHECK(book.partitions() == Ints{1, 4});
   CHECK(book.draining() == Ints{3});
 
-  book.released({3});
+  book.handed_back({3});
   CHECK(book.draining().empty());
   CHECK(book.may_publish(clock.now()));
-  book.released_all();
+  book.handed_back_all();
   CHECK_FALSE(book.holds_any());
   CHECK_FALSE(book.may_publish(clock.now()));
 }

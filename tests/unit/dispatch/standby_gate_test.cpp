@@ -25,10 +25,10 @@ StandbyGate gate() { return StandbyGate({1ms, 100ms, 5s}); }
 TEST_CASE("A standby already past the claim lets it through at once", "[dispatch][standby]") {
   ManualClock clock;
   auto g = gate();
-  const auto released = g.hold(claim_of(3), 1000, 1000, clock.now());
-  REQUIRE(released.has_value());
-  CHECK(released->claim.rows() == 3);
-  CHECK(released->held_for == 0ms);
+  const auto cleared = g.hold(claim_of(3), 1000, 1000, clock.now());
+  REQUIRE(cleared.has_value());
+  CHECK(cleared->claim.rows() == 3);
+  CHECK(cleared->held_for == 0ms);
   CHECK_FALSE(g.holding());
   CHECK_FALSE(g.next_check().has_value());
 }
@@ -48,10 +48,10 @@ TEST_CASE("A claim waits until the standby has flushed the WAL position read aft
   CHECK_FALSE(g.on_flushed(999, clock.now()).has_value());
   CHECK(g.next_check() == clock.now() + 2ms);  // doubling
   clock.advance(2ms);
-  const auto released = g.on_flushed(1000, clock.now());
-  REQUIRE(released.has_value());
-  CHECK(released->held_for == 3ms);
-  CHECK_FALSE(released->reported);
+  const auto cleared = g.on_flushed(1000, clock.now());
+  REQUIRE(cleared.has_value());
+  CHECK(cleared->held_for == 3ms);
+  CHECK_FALSE(cleared->reported);
   CHECK_FALSE(g.holding());
 }
 
@@ -91,9 +91,9 @@ TEST_CASE("A hold of warn_after is reported once, with the lag when a standby re
 
   clock.advance(1s);
   CHECK_FALSE(g.on_flushed(4000, clock.now()).has_value());
-  const auto released = g.on_flushed(5000, clock.now() + 1ms);
-  REQUIRE(released.has_value());
-  CHECK(released->reported);
+  const auto cleared = g.on_flushed(5000, clock.now() + 1ms);
+  REQUIRE(cleared.has_value());
+  CHECK(cleared->reported);
   CHECK_FALSE(g.stalled());
 
   // The next hold starts unreported; a reporting standby gives the lag.
@@ -103,7 +103,7 @@ TEST_CASE("A hold of warn_after is reported once, with the lag when a standby re
   CHECK(late->lag_bytes == 1000);
 }
 
-TEST_CASE("A claim from before a new pass or other leases is no longer current; release() lets one through",
+TEST_CASE("A claim from before a new pass or other leases is no longer current; clear() lets one through",
           "[dispatch][standby]") {
   ManualClock clock;
   auto g = gate();
@@ -114,12 +114,12 @@ TEST_CASE("A claim from before a new pass or other leases is no longer current; 
   g.drop();
   CHECK_FALSE(g.holding());
   CHECK_FALSE(g.current(7, {1, 2}));
-  CHECK_FALSE(g.release(clock.now()).has_value());
+  CHECK_FALSE(g.clear(clock.now()).has_value());
 
   CHECK_FALSE(g.hold(claim_of(2), 10, 0, clock.now()).has_value());
   clock.advance(50ms);
-  const auto released = g.release(clock.now());
-  REQUIRE(released.has_value());
-  CHECK(released->claim.rows() == 2);
-  CHECK(released->held_for == 50ms);
+  const auto cleared = g.clear(clock.now());
+  REQUIRE(cleared.has_value());
+  CHECK(cleared->claim.rows() == 2);
+  CHECK(cleared->held_for == 50ms);
 }
