@@ -18,10 +18,10 @@ core::Status LeaseKeeper::maintain(LeaseStore& store, std::vector<int>& stopped,
   if (!book_.renewal_due(started)) return {};
   auto leases = store.balance(instance_id_, config_.lease_ttl);
   if (!leases) return leases.error();
-  std::vector<dispatch::LeaseBook::Held> held;
-  held.reserve(leases.value().size());
-  for (const auto& lease : leases.value()) held.push_back({lease.partition, lease.over_share});
-  auto changes = book_.renewed(held, started);
+  std::vector<dispatch::LeaseBook::Leased> leased;
+  leased.reserve(leases.value().size());
+  for (const auto& lease : leases.value()) leased.push_back({lease.partition, lease.over_share});
+  auto changes = book_.renewed(leased, started);
   stopped.insert(stopped.end(), changes.stopped.begin(), changes.stopped.end());
   gained.insert(gained.end(), changes.gained.begin(), changes.gained.end());
   if (changes.changed) {

@@ -71,11 +71,11 @@ void RunLoop::measure_backlog() {
   const auto now = clock_.now();
   if (!timers_.due(Timer::backlog, now) || !db_.up() || stopping_) return;
   timers_.set(Timer::backlog, now + config_.http.backlog_interval);
-  auto held = leases_.partitions();
-  held.insert(held.end(), leases_.draining().begin(), leases_.draining().end());
+  auto leased = leases_.partitions();
+  leased.insert(leased.end(), leases_.draining().begin(), leases_.draining().end());
   const bool rank = backlog_ranking_.due(now);
-  auto report = rank ? db_.rows().backlog(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations)
-                     : db_.rows().backlog_of(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations,
+  auto report = rank ? db_.rows().backlog(leased, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations)
+                     : db_.rows().backlog_of(leased, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations,
                                              backlog_ranking_.chosen());
   if (!report) return fail_database(report.error());
   backlog_.duration.observe(std::chrono::duration<double>(clock_.now() - now).count());

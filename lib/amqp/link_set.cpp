@@ -113,7 +113,7 @@ void LinkSet::on_open(const proton::sender& sender, SteadyTime now) {
   resume(connection, now);
 }
 
-// Attaches the links held back that may be attached now, and sends what may be sent.
+// Attaches the links waiting that may be attached now, and sends what may be sent.
 void LinkSet::resume(proton::connection& connection, SteadyTime now) {
   for (auto& [destination, link] : links_) {
     if (!link.attached && may_attach(destination)) attach(connection, link);

@@ -1,4 +1,4 @@
-// How long the daemon's loop may block on PostgreSQL, held against the service manager's watchdog interval.
+// How long the daemon's loop may block on PostgreSQL, checked against the service manager's watchdog interval.
 #pragma once
 
 #include <chrono>

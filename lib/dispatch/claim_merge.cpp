@@ -54,9 +54,9 @@ Claim merge_claim(core::ClaimedSets sets, std::size_t limit, std::size_t lanes_l
                  merged.end());
     claim.rows = std::move(merged);
   }
-  claim.held_back = std::move(sets.immediate.held_back);
-  claim.held_back.insert(claim.held_back.end(), std::make_move_iterator(sets.scheduled.held_back.begin()),
-                         std::make_move_iterator(sets.scheduled.held_back.end()));
+  claim.behind_timeout = std::move(sets.immediate.behind_timeout);
+  claim.behind_timeout.insert(claim.behind_timeout.end(), std::make_move_iterator(sets.scheduled.behind_timeout.begin()),
+                         std::make_move_iterator(sets.scheduled.behind_timeout.end()));
   return claim;
 }
 

@@ -9,10 +9,10 @@ namespace outboxd::dispatch {
 LeaseBook::LeaseBook(core::Duration lease_ttl, core::Duration renew_interval, core::Duration safety_margin)
     : lease_ttl_(lease_ttl), renew_interval_(renew_interval), safety_margin_(safety_margin) {}
 
-LeaseBook::Changes LeaseBook::renewed(const std::vector<Held>& held, core::SteadyTime started) {
+LeaseBook::Changes LeaseBook::renewed(const std::vector<Leased>& leased, core::SteadyTime started) {
   std::vector<int> claimable;
   std::vector<int> draining;
-  for (const Held& lease : held) {
+  for (const Leased& lease : leased) {
     const bool was_draining = std::binary_search(draining_.begin(), draining_.end(), lease.partition);
     (lease.over_share || was_draining ? draining : claimable).push_back(lease.partition);
   }

@@ -78,12 +78,12 @@ core::Status LeaseStore::hand_back_all(std::string_view instance_id) {
 core::Result<std::vector<Lease>> LeaseStore::balance(std::string_view instance_id, std::chrono::milliseconds ttl) {
   auto rows = connection_.exec_prepared(prefix_ + "balance", {std::string(instance_id), std::to_string(ttl.count())});
   if (!rows) return in_context("balancing leases", rows.error());
-  std::vector<Lease> held;
-  held.reserve(static_cast<std::size_t>(rows.value().size()));
+  std::vector<Lease> leased;
+  leased.reserve(static_cast<std::size_t>(rows.value().size()));
   for (int r = 0; r < rows.value().size(); ++r) {
-    held.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().boolean(r, 1)});
+    leased.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().boolean(r, 1)});
   }
-  return held;
+  return leased;
 }
 
 core::Status LeaseStore::hand_back(std::string_view instance_id, const std::vector<int>& partitions) {

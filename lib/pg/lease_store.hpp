@@ -13,7 +13,7 @@ namespace outboxd::pg {
 
 struct Lease {
   int partition = 0;
-  bool over_share = false;  // held beyond this instance's fair share: drain it, then hand_back()
+  bool over_share = false;  // leased beyond this instance's fair share: drain it, then hand_back()
 };
 
 // Plain statements in autocommit, no session state (advisory locks, temp
@@ -29,8 +29,8 @@ class LeaseStore {
 
   // One statement: refreshes the heartbeat, forgets instances silent for
   // kDeadAfterTtls lease times, and with share = ceil(partitions / live
-  // instances) renews the unexpired leases held and takes free or expired
-  // ones up to the share, each until `ttl` from now. Held leases beyond the
+  // instances) renews the unexpired leases it has and takes free or expired
+  // ones up to the share, each until `ttl` from now. Leases beyond the
   // share are renewed too but flagged over_share, so that the caller can
   // drain them before hand_back(). Sorted by partition.
   core::Result<std::vector<Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl);

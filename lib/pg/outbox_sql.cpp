@@ -21,8 +21,8 @@ namespace {
 // as a filter it made the generic plan sort every pending row instead of
 // walking messages_ready_idx (the planner cannot know that it rarely holds),
 // and the pass's cursor moves past those rows anyway. The scheduled claim,
-// which has no cursor, filters: rows held back must not fill its batch.
-std::string held_back(const std::string& t) {
+// which has no cursor, filters: rows behind a timeout must not fill its batch.
+std::string behind_timeout(const std::string& t) {
   return "(m.session_id IS NOT NULL "
          "AND coalesce((SELECT d.due_at <= now() FROM " + t + " d WHERE d.status = 'pending' "
          "AND d.due_at > d.created_at ORDER BY d.due_at LIMIT 1), false) "
@@ -35,7 +35,7 @@ std::string held_back(const std::string& t) {
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint,
 // boolean, or timestamptz read as the bigint it is sent as.
-// One entry per Column, in its order; held_back comes last and varies per claim.
+// One entry per Column, in its order; behind_timeout comes last and varies per claim.
 constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
     "m.id", "m.message_id", "m.destination", "m.session_id", "m.writer", "m.correlation_id", "m.parent_message_id",
     "m.originating_message_id", "m.subject", "m.content_type", "m.traceparent", "m.headers::text", "m.body",
@@ -54,7 +54,7 @@ constexpr bool every_column_named() {
   return true;
 }
 static_assert(every_column_named(), "outbox_sql::Column and kClaimColumns must list the same columns");
-static_assert(kHeldBack == kColumnCount - 1, "held_back is the claim's last column");
+static_assert(kBehindTimeout == kColumnCount - 1, "behind_timeout is the claim's last column");
 
 // The payload of a row: what reading it costs in memory. octet_length of a
 // stored bytea reads its size, not its value.
@@ -80,9 +80,9 @@ std::string destination_refused(const std::string& s) {
          ".plain_name_allowed(m.destination, " + list + ")) THEN 'allowed_destinations' END";
 }
 
-// `held_back_column` is held_back(), or false where the claim filters on it;
+// `behind_timeout_column` is behind_timeout(), or false where the claim filters on it;
 // `inline_limit` the parameter above which a row comes without body and headers.
-std::string columns(const std::string& s, const std::string& held_back_column, const char* inline_limit) {
+std::string columns(const std::string& s, const std::string& behind_timeout_column, const char* inline_limit) {
   std::string out;
   for (std::size_t i = 0; i < kClaimColumns.size(); ++i) {
     if (i == kDestinationRefused) {
@@ -94,7 +94,7 @@ std::string columns(const std::string& s, const std::string& held_back_column, c
       out.append(kClaimColumns[i]).append(", ");
     }
   }
-  return out + held_back_column;
+  return out + behind_timeout_column;
 }
 
 // The rows of `inner` (a SELECT of "m.*" and more, ending in its ORDER BY
@@ -105,9 +105,9 @@ std::string bounded_claim(const std::string& columns_list, const std::string& t,
          t + " m WHERE " + where + " ORDER BY " + order + tail + ") m ORDER BY " + order;
 }
 
-// Strict per-session order: a parked or backing-off row holds back every
+// Strict per-session order: a parked or backing-off row blocks every
 // later row of its session. A session is its writer's (core::order_key):
-// another writer's rows of the same session_id are not held back, and rows
+// another writer's rows of the same session_id are not blocked, and rows
 // without writer (before 009) are one writer; the writer is compared on the
 // few rows the index range finds. The predicate implies messages_blocked_idx's.
 // While that index is empty, as it mostly is, one look at it per statement
@@ -147,12 +147,12 @@ std::string not_known(const char* ids) {
 std::string fence(const std::string& leases, const char* column, const char* owner) {
   // ARRAY(...) is an InitPlan, evaluated once per statement. Written as a
   // semi-join the planner put the leases outside and repeated the id = ANY
-  // index scan once per held partition (64 times for one instance). The
+  // index scan once per leased partition (64 times for one instance). The
   // array is searched per row only when `owner` does not hold every
   // partition (a second InitPlan), as in ready().
-  const std::string held = "f.owner = " + std::string(owner) + " AND f.expires_at > now()";
-  return std::string(" AND ((SELECT count(*) FILTER (WHERE ") + held + ") = count(*) FROM " + leases + " f) OR " +
-         column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + held + ")))";
+  const std::string leased = "f.owner = " + std::string(owner) + " AND f.expires_at > now()";
+  return std::string(" AND ((SELECT count(*) FILTER (WHERE ") + leased + ") = count(*) FROM " + leases + " f) OR " +
+         column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + leased + ")))";
 }
 
 // Past the start of a pass ($3 > 0), a row is left for the next pass when its
@@ -176,7 +176,7 @@ std::string no_late_row_below(const std::string& t) {
 // from just above $3, where the caller's current pass over the backlog stands.
 // $5 is the largest payload read inline.
 std::string claim_immediate(const std::string& s, const std::string& t) {
-  return bounded_claim(columns(s, held_back(t), "$5"), t,
+  return bounded_claim(columns(s, behind_timeout(t), "$5"), t,
                        "m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(s, t) +
                            not_known("$4") + " AND " + no_late_row_below(t),
                        "m.id", " LIMIT $2");
@@ -189,7 +189,7 @@ std::string claim_immediate(const std::string& s, const std::string& t) {
 std::string claim_scheduled(const std::string& s, const std::string& t) {
   return bounded_claim(columns(s, "false", "$4"), t,
                        "m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(s, t) +
-                           not_known("$3") + " AND NOT " + held_back(t),
+                           not_known("$3") + " AND NOT " + behind_timeout(t),
                        "m.due_at, m.id", " LIMIT $2 FOR UPDATE OF m SKIP LOCKED");
 }
 
@@ -238,7 +238,7 @@ std::string claim_lanes(const std::string& s, const std::string& t) {
          "SELECT " + columns(s, "false", "$4") + " FROM lane CROSS JOIN LATERAL ("
          "SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t + " m "
          "WHERE m.destination >= lane.destination AND m.destination <= lane.destination AND " + in_lane("m") + " AND " + ready(s, t) + not_known("$3") +
-         " AND NOT " + held_back(t) + " AND " + session_in_order(t) + " ORDER BY m.destination, m.id LIMIT $7) m "
+         " AND NOT " + behind_timeout(t) + " AND " + session_in_order(t) + " ORDER BY m.destination, m.id LIMIT $7) m "
          "WHERE lane.n > 0 AND lane.destination IS NOT NULL AND lane.destination <> ALL($5::text[]) LIMIT $2";
 }
 
@@ -277,7 +277,7 @@ std::string record_failures(const std::string& t, const std::string& leases) {
          "WHERE m.id = f.id AND m.status = 'pending'" + fence(leases, "m.partition", "$6");
 }
 
-// Only future events count: a due row held back by its session must not make
+// Only future events count: a due row blocked in its session must not make
 // the daemon spin. Backoffs use messages_blocked_idx, schedules messages_scheduled_idx.
 std::string time_to_next_due(const std::string& t) {
   return "SELECT ceil(extract(epoch FROM least("

@@ -53,11 +53,11 @@ class LinkSet {
   void queue_delivery(proton::connection& connection, const std::string& destination, const Target& target,
                       Pending pending);
 
-  // The peer attached `sender`: its destination is cleared, and links held
-  // back while it was being attached may be attached now.
+  // The peer attached `sender`: its destination is cleared, and links kept
+  // waiting while it was being attached may be attached now.
   void on_open(const proton::sender& sender, SteadyTime now);
 
-  // Attaches the links held back that may be attached now (after a link
+  // Attaches the links waiting that may be attached now (after a link
   // opened or closed), and sends what may be sent.
   void resume(proton::connection& connection, SteadyTime now);
 
@@ -100,7 +100,7 @@ class LinkSet {
     std::string name;
     std::string address;
     Target target;
-    bool attached = false;  // attach sent (false: held back by the suspects)
+    bool attached = false;  // attach sent (false: kept waiting by the suspects)
     bool opening = false;   // attach sent, not yet answered
     proton::session session;
     proton::sender sender;

@@ -140,10 +140,10 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   auto all = claim(store, all_partitions(), 10);
   REQUIRE(all.ok());
   CHECK(ids_of(all.value().rows) == Ids{t1, b5, loose});
-  // a3 is read and reported, so that the caller holds back a's later rows in this pass.
-  REQUIRE(all.value().held_back.size() == 1);
-  CHECK(all.value().held_back[0].id == a3);
-  CHECK(all.value().held_back[0].order ==
+  // a3 is read and reported, so that the caller stops a's later rows in this pass.
+  REQUIRE(all.value().behind_timeout.size() == 1);
+  CHECK(all.value().behind_timeout[0].id == a3);
+  CHECK(all.value().behind_timeout[0].order ==
         core::order_key(std::string(must(connection, "SELECT session_user").text(0, 0)), "a"));
   // One row per batch: the immediate batch reads a3 and drops it (a pass
   // moves on past it); the scheduled batch takes t1 though t2 is due first.
@@ -272,7 +272,7 @@ TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   CHECK(empty.value().rows.empty());
 }
 
-TEST_CASE("a due timeout holds back later rows of its session by its own writer only", "[pg][store]") {
+TEST_CASE("a due timeout stops later rows of its session by its own writer only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -294,14 +294,14 @@ TEST_CASE("a due timeout holds back later rows of its session by its own writer 
   auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   CHECK(ids_of(claimed.value().rows) == Ids{a_timeout, b_row, none_row});
-  REQUIRE(claimed.value().held_back.size() == 1);
-  CHECK(claimed.value().held_back[0].id == a_held);
-  CHECK(claimed.value().held_back[0].order == core::order_key("app_a", "order-42"));
+  REQUIRE(claimed.value().behind_timeout.size() == 1);
+  CHECK(claimed.value().behind_timeout[0].id == a_held);
+  CHECK(claimed.value().behind_timeout[0].order == core::order_key("app_a", "order-42"));
   CHECK(claimed.value().rows[1].writer == "app_b");
   CHECK_FALSE(claimed.value().rows[2].writer.has_value());
 }
 
-TEST_CASE("a parked or backing-off row holds back later rows of its own session only", "[pg][store]") {
+TEST_CASE("a parked or backing-off row blocks later rows of its own session only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
