@@ -2,9 +2,9 @@
 //
 // usage: backlog_cost -c CONFIG [RUNS]   (default 11 runs of each)
 // Give it the daemon's config: it connects as the dispatcher role and asks
-// about every partition, as a single instance holding them all does. For
+// about every partition, as a single instance leasing them all does. For
 // each statement, prints the plan of one EXPLAIN (ANALYZE, BUFFERS) run of
-// the generic plan the daemon runs (the daemon's session settings), then one
+// the generic plan the daemon runs (the daemon's connection settings), then one
 // line: `backlog_cost statement=S runs=N median_ms=M min_ms=A max_ms=B
 // destinations=D left_out=L beyond_bound=0|1`. First `backlog`, which ranks
 // the destinations past 20; then `backlog_of`, the measurement between two

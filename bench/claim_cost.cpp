@@ -2,7 +2,7 @@
 //
 // usage: claim_cost -c CONFIG [RUNS]   (default 11 runs of each)
 // Give it the daemon's config: it connects as the dispatcher role and claims
-// for every partition, as a single instance holding them all does, and marks
+// for every partition, as a single instance leasing them all does, and marks
 // nothing, so every run reads the same rows. First the claim as the daemon
 // makes it outside a backlog (1,000 rows in id order); then as it makes it
 // in one (875 in id order, and up to 125 from the other destinations than

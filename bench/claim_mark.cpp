@@ -31,17 +31,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   pg::OutboxStore store(connection.value(), config.value().outbox.schema);
-  // Marks are fenced by lease, as the daemon's are: hold the partitions for the run, every one
+  // Marks are fenced by lease, as the daemon's are: lease the partitions for the run, every one
   // while no daemon of this outbox is live (balance shares them with live instances).
   const std::string owner = "claim_mark";
   pg::LeaseStore leases(connection.value(), config.value().outbox.schema);
-  auto held = leases.balance(owner, std::chrono::minutes(10));
-  if (!held) {
-    std::fprintf(stderr, "claim_mark: %s\n", held.error().message.c_str());
+  auto leased = leases.balance(owner, std::chrono::minutes(10));
+  if (!leased) {
+    std::fprintf(stderr, "claim_mark: %s\n", leased.error().message.c_str());
     return 1;
   }
   std::vector<int> partitions;
-  for (const auto& lease : held.value()) partitions.push_back(lease.partition);
+  for (const auto& lease : leased.value()) partitions.push_back(lease.partition);
   const int batch = config.value().dispatch.batch_size;
   long rows = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     rows += static_cast<long>(ids.size());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  [[maybe_unused]] auto released = leases.release_all(owner);
+  [[maybe_unused]] auto handed = leases.hand_back_all(owner);
   [[maybe_unused]] auto gone = leases.deregister(owner);
   std::printf("claim_mark rows=%ld seconds=%.3f rate=%.0f\n", rows, seconds, static_cast<double>(rows) / seconds);
   return 0;

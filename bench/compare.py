@@ -340,7 +340,7 @@ class Runner:
                     break
                 db.sql("DELETE FROM floor_rows WHERE id = ANY(%s)", ([r[0] for r in rows],))
             db.sql("VACUUM floor_rows")
-            # This connection's backend is the floor's own session: counted, not left out as a probe.
+            # This connection's backend is the floor's own connection: counted, not left out as a probe.
             return self.cluster.since(start, a.rows)
         finally:
             db.close()

@@ -1,4 +1,4 @@
-// What the database bench tools share: `TOOL -c CONFIG [RUNS]`, a session as the dispatcher, every partition.
+// What the database bench tools share: `TOOL -c CONFIG [RUNS]`, a connection as the dispatcher, every partition.
 #pragma once
 
 #include <algorithm>
@@ -17,7 +17,7 @@ namespace outboxd::bench {
 struct DispatcherTool {
   std::string schema;
   pg::Connection connection;
-  std::vector<int> partitions;  // every one, as a single instance holding them all
+  std::vector<int> partitions;  // every one, as a single instance leasing them all
   int runs = 11;
 };
 

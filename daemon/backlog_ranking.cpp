@@ -1,4 +1,4 @@
-// A ranking's choice of destinations, held for a period: which statement the next backlog measurement runs.
+// A ranking's choice of destinations, kept for a period: which statement the next backlog measurement runs.
 #include "daemon/backlog_ranking.hpp"
 
 namespace outboxd::daemon {

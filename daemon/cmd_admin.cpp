@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/loader.hpp"
-#include "daemon/command_session.hpp"
+#include "daemon/operator_command.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
 #include "daemon/operator_text.hpp"
@@ -56,7 +56,7 @@ int act_on_parked(const std::string& path, const AdminTarget& target, const char
     std::cerr << command << ": name message ids, --session S or --all-parked\n";
     return kExitUsage;
   }
-  return with_session(path, command, [&](CommandSession& s) {
+  return run_operator_command(path, command, [&](OperatorCommand& s) {
     pg::OperatorActions actions(s.connection, s.config.outbox.schema, os_user());
     auto changed = (actions.*action)({target.message_ids, target.session_id, target.all_parked});
     if (!changed) return s.failed(changed.error());
@@ -121,7 +121,7 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
     std::cerr << "fire: name message ids or --session S\n";
     return kExitUsage;
   }
-  return with_session(path, "fire", [&](CommandSession& s) {
+  return run_operator_command(path, "fire", [&](OperatorCommand& s) {
     pg::OutboxStore store(s.connection, s.config.outbox.schema);
     std::vector<std::string> ids = target.message_ids;
     if (ids.empty()) ids.emplace_back();  // the session alone

@@ -45,11 +45,11 @@ bool listen_allowed(const std::string& listen, const config::ConsoleConfig& cons
   if (config::is_loopback_host(address.value().host)) return true;
   if (!console.allow_plain_http) {
     std::cerr << "console: " << listen << " is not a loopback address and the console speaks plain HTTP: its token "
-              << "and session cookie would cross the network readable. Listen on loopback behind a TLS proxy, or "
+              << "and login cookie would cross the network readable. Listen on loopback behind a TLS proxy, or "
               << "set console.allow_plain_http: true to serve it anyway\n";
     return false;
   }
-  spdlog::warn("console: serving {} over plain HTTP (console.allow_plain_http): the token and session cookies "
+  spdlog::warn("console: serving {} over plain HTTP (console.allow_plain_http): the token and login cookies "
                "cross the network readable",
                listen);
   return true;

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/command_session.hpp"
+#include "daemon/operator_command.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/duration_text.hpp"
 #include "daemon/operator_text.hpp"
@@ -44,7 +44,7 @@ int cmd_parked(const std::string& path, const ParkedOptions& options) {
               << "\"\n";
     return kExitUsage;
   }
-  return with_session(path, "parked", [&](CommandSession& s) {
+  return run_operator_command(path, "parked", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
     auto listed = views.parked(*filter);
     if (!listed) return s.failed(listed.error());

@@ -3,7 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "daemon/command_session.hpp"
+#include "daemon/operator_command.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/duration_text.hpp"
 #include "daemon/operator_text.hpp"
@@ -67,7 +67,7 @@ int cmd_replay(const std::string& path, const ReplayOptions& options) {
   }
   const pg::ReplaySelection selection{options.message_ids, options.session_id, options.destination,
                                       bound_of(options.since), bound_of(options.until), options.limit};
-  return with_session(path, "replay", [&](CommandSession& s) {
+  return run_operator_command(path, "replay", [&](OperatorCommand& s) {
     pg::OperatorActions actions(s.connection, s.config.outbox.schema, os_user());
     const bool dry_run = options.dry_run || !options.yes;
     auto report = actions.replay(selection, dry_run);

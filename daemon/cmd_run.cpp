@@ -9,7 +9,7 @@
 #include "config/watchdog.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
-#include "daemon/database_session.hpp"
+#include "daemon/database_connection.hpp"
 #include "daemon/event_loop.hpp"
 #include "daemon/publisher_broker.hpp"
 #include "daemon/run_loop.hpp"
@@ -52,7 +52,7 @@ int cmd_run(const std::string& path) {
   core::FastRandom publisher_random(seed ^ 0x9E3779B97F4A7C15ULL);  // the AMQP thread's own
   EventFd event_fd;
   SystemEvents events(signals, event_fd);
-  DatabaseSession database(started, instance_id, clock, random);
+  DatabaseConnection database(started, instance_id, clock, random);
   const auto& broker_config = started.broker;
   PublisherBroker broker(broker_config, broker_config.container_id.empty() ? instance_id : broker_config.container_id,
                          event_fd, clock, publisher_random);

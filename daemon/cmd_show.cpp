@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safe_text.hpp"
-#include "daemon/command_session.hpp"
+#include "daemon/operator_command.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/operator_text.hpp"
 #include "pg/operator_views.hpp"
@@ -69,7 +69,7 @@ void print_events(const std::vector<nlohmann::json>& events) {
 }  // namespace
 
 int cmd_show(const std::string& path, const std::string& message_id, bool json) {
-  return with_session(path, "show", [&](CommandSession& s) {
+  return run_operator_command(path, "show", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
     auto history = views.show(message_id);
     if (!history) return s.failed(history.error());

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/command_session.hpp"
+#include "daemon/operator_command.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/operator_text.hpp"
 #include "pg/operator_views.hpp"
@@ -43,7 +43,7 @@ void print_workflows(const std::vector<nlohmann::json>& states) {
 }  // namespace
 
 int cmd_timeline(const std::string& path, const std::string& session_id, int limit, bool json) {
-  return with_session(path, "timeline", [&](CommandSession& s) {
+  return run_operator_command(path, "timeline", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
     auto timeline = views.timeline(session_id, limit);
     if (!timeline) return s.failed(timeline.error());

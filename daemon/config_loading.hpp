@@ -13,7 +13,7 @@ namespace outboxd::daemon {
 // The config, or nullopt after printing every diagnostic to stderr.
 std::optional<config::Config> load_config_or_report(const std::string& path);
 
-// A database session for a one-shot command, or nullopt after printing why not.
+// A database connection for a one-shot command, or nullopt after printing why not.
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command);
 
 // What the config leaves exposed though it works: database TLS weaker than

@@ -16,8 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A browser session unused this long logs out.
-constexpr std::chrono::hours kSessionIdleLimit{8};
+// A browser login unused this long logs out.
+constexpr std::chrono::hours kLoginIdleLimit{8};
 
 void send_html(httplib::Response& response, int status, const std::string& html) {
   response.status = status;
@@ -71,7 +71,7 @@ std::string random_token() {
 ConsoleApp::ConsoleApp(config::Config config, pg::Connection connection, std::string token)
     : config_(std::move(config)),
       token_(std::move(token)),
-      sessions_(random_token, std::chrono::duration_cast<std::chrono::seconds>(kSessionIdleLimit)),
+      logins_(random_token, std::chrono::duration_cast<std::chrono::seconds>(kLoginIdleLimit)),
       connection_(std::move(connection)) {}
 
 std::optional<Caller> ConsoleApp::caller_of(const httplib::Request& request) {
@@ -80,9 +80,9 @@ std::optional<Caller> ConsoleApp::caller_of(const httplib::Request& request) {
     if (!token || !console::same_secret(*token, token_)) return std::nullopt;
     return Caller{"bearer token", "", true};
   }
-  const auto id = console::cookie_value(request.get_header_value("Cookie"), console::kSessionCookie);
+  const auto id = console::cookie_value(request.get_header_value("Cookie"), console::kLoginCookie);
   if (!id) return std::nullopt;
-  const auto login = sessions_.find(*id, Clock::now());
+  const auto login = logins_.find(*id, Clock::now());
   if (!login) return std::nullopt;
   return Caller{login->name, login->csrf, false};
 }
@@ -136,17 +136,17 @@ void ConsoleApp::login(const httplib::Request& request, httplib::Response& respo
     return refuse(request, response, 401, "wrong token");
   }
   if (!name) return refuse(request, response, 401, "give your name: actions are recorded with it");
-  const std::string id = sessions_.open(*name, Clock::now());
+  const std::string id = logins_.open(*name, Clock::now());
   spdlog::info("console: {} logged in from {}", *name, request.remote_addr);
-  response.set_header("Set-Cookie", console::session_cookie(id, false));
+  response.set_header("Set-Cookie", console::login_cookie(id, false));
   response.set_redirect("/", 303);
 }
 
 void ConsoleApp::logout(const httplib::Request& request, httplib::Response& response, const Caller&) {
-  if (const auto id = console::cookie_value(request.get_header_value("Cookie"), console::kSessionCookie)) {
-    sessions_.close(*id);
+  if (const auto id = console::cookie_value(request.get_header_value("Cookie"), console::kLoginCookie)) {
+    logins_.close(*id);
   }
-  response.set_header("Set-Cookie", std::string(console::kSessionCookie) + "=; Path=/; HttpOnly; SameSite=Strict; "
+  response.set_header("Set-Cookie", std::string(console::kLoginCookie) + "=; Path=/; HttpOnly; SameSite=Strict; "
                                                                            "Max-Age=0");
   response.set_redirect("/login", 303);
 }

@@ -10,14 +10,14 @@
 #include <string>
 
 #include "config/config.hpp"
-#include "console/login_sessions.hpp"
+#include "console/login_book.hpp"
 #include "console/samples.hpp"
 #include "core/result.hpp"
 #include "pg/connection.hpp"
 
 namespace outboxd::daemon {
 
-// Who a request comes from: a browser session (its login name and CSRF
+// Who a request comes from: a browser login (its login name and CSRF
 // token) or a script with the bearer token (csrf empty).
 struct Caller {
   std::string name;
@@ -38,8 +38,8 @@ class ConsoleApp {
   using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&)>;
 
   std::optional<Caller> caller_of(const httplib::Request& request);
-  // `handler` for a caller with the token or a session, else 401; for a
-  // POST from a browser session also the right `csrf` field, else 403.
+  // `handler` for a caller with the token or a login, else 401; for a
+  // POST from a browser login also the right `csrf` field, else 403.
   httplib::Server::Handler guarded(Handler handler);
   // Runs `read` on the connection under the lock, reconnecting first when it is down.
   template <class Read>
@@ -61,7 +61,7 @@ class ConsoleApp {
 
   const config::Config config_;
   const std::string token_;
-  console::LoginSessions sessions_;
+  console::LoginBook logins_;
   std::mutex database_mutex_;
   pg::Connection connection_;  // under database_mutex_
   std::mutex samples_mutex_;

@@ -18,32 +18,32 @@ core::Status LeaseKeeper::maintain(LeaseStore& store, std::vector<int>& stopped,
   if (!book_.renewal_due(started)) return {};
   auto leases = store.balance(instance_id_, config_.lease_ttl);
   if (!leases) return leases.error();
-  std::vector<dispatch::LeaseBook::Held> held;
-  held.reserve(leases.value().size());
-  for (const auto& lease : leases.value()) held.push_back({lease.partition, lease.over_share});
-  auto changes = book_.renewed(held, started);
+  std::vector<dispatch::LeaseBook::Leased> leased;
+  leased.reserve(leases.value().size());
+  for (const auto& lease : leases.value()) leased.push_back({lease.partition, lease.over_share});
+  auto changes = book_.renewed(leased, started);
   stopped.insert(stopped.end(), changes.stopped.begin(), changes.stopped.end());
   gained.insert(gained.end(), changes.gained.begin(), changes.gained.end());
   if (changes.changed) {
     const auto claimable = book_.partitions().size();
-    spdlog::info("leases: holding {} partition{}, {} more draining before release", claimable,
+    spdlog::info("leases: claiming {} partition{}, {} more draining before they are handed back", claimable,
                  claimable == 1 ? "" : "s", book_.draining().size());
   }
   return {};
 }
 
-core::Status LeaseKeeper::release_drained(LeaseStore& store, const std::vector<int>& drained) {
+core::Status LeaseKeeper::hand_back_drained(LeaseStore& store, const std::vector<int>& drained) {
   if (drained.empty()) return {};
-  if (auto released = store.release(instance_id_, drained); !released) return released;
-  book_.released(drained);
-  spdlog::info("leases: released {} drained partition{}", drained.size(), drained.size() == 1 ? "" : "s");
+  if (auto handed = store.hand_back(instance_id_, drained); !handed) return handed;
+  book_.handed_back(drained);
+  spdlog::info("leases: handed back {} drained partition{}", drained.size(), drained.size() == 1 ? "" : "s");
   return {};
 }
 
-core::Status LeaseKeeper::release(LeaseStore& store) {
+core::Status LeaseKeeper::hand_back_all(LeaseStore& store) {
   if (!book_.holds_any()) return {};
-  book_.released_all();
-  return store.release_all(instance_id_);
+  book_.handed_back_all();
+  return store.hand_back_all(instance_id_);
 }
 
 }  // namespace outboxd::daemon

@@ -16,7 +16,7 @@ class LeaseKeeper {
  public:
   LeaseKeeper(const config::LeaseConfig& config, std::string instance_id, const core::Clock& clock);
 
-  // Balances when due. Partitions no longer to be claimed (lost, or held
+  // Balances when due. Partitions no longer to be claimed (lost, or leased
   // over the fair share and now draining) are appended to `stopped` so the
   // caller can drop their buffered rows; partitions newly claimable to `gained`.
   core::Status maintain(LeaseStore& store, std::vector<int>& stopped, std::vector<int>& gained);
@@ -24,14 +24,14 @@ class LeaseKeeper {
   // False once the leases could have expired in the database: measured from
   // the start of the last successful renewal, minus the safety margin.
   bool may_publish() const { return book_.may_publish(clock_.now()); }
-  // Partitions to claim rows from: held and within the share.
+  // Partitions to claim rows from: leased and within the share.
   const std::vector<int>& partitions() const { return book_.partitions(); }
-  // Held over the share: no new rows; release once none is in flight.
+  // Leased over the share: no new rows; hand it back once none is in flight.
   const std::vector<int>& draining() const { return book_.draining(); }
-  core::Status release_drained(LeaseStore& store, const std::vector<int>& drained);
+  core::Status hand_back_drained(LeaseStore& store, const std::vector<int>& drained);
   core::SteadyTime next_renewal() const { return book_.next_renewal(); }
   core::SteadyTime valid_until() const { return book_.valid_until(); }
-  core::Status release(LeaseStore& store);
+  core::Status hand_back_all(LeaseStore& store);
   void force_renewal() { book_.force_renewal(clock_.now()); }
 
  private:

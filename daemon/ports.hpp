@@ -49,12 +49,12 @@ class LeaseStore {
   virtual ~LeaseStore() = default;
   virtual core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id,
                                                        std::chrono::milliseconds ttl) = 0;
-  virtual core::Status release(std::string_view instance_id, const std::vector<int>& partitions) = 0;
-  virtual core::Status release_all(std::string_view instance_id) = 0;
+  virtual core::Status hand_back(std::string_view instance_id, const std::vector<int>& partitions) = 0;
+  virtual core::Status hand_back_all(std::string_view instance_id) = 0;
   virtual core::Status deregister(std::string_view instance_id) = 0;
 };
 
-// The main thread's database session: (re)connects with backoff and hears NOTIFY.
+// The main thread's database connection: (re)connects with backoff and hears NOTIFY.
 // rows() and leases() may be used only while up().
 class Database {
  public:

@@ -21,7 +21,7 @@ constexpr milliseconds kLateCommitCheck{10};
 
 // A standby streaming on a LAN flushes within a millisecond or two of the
 // primary: look again after 1 ms, then less often, down to 10 reads a second
-// for a standby that stopped reporting. A hold of 5 s is no lag but an outage.
+// for a standby that stopped reporting. A wait of 5 s is no lag but an outage.
 constexpr milliseconds kStandbyFirstCheck{1};
 constexpr milliseconds kStandbyLongestCheck{100};
 constexpr milliseconds kStandbyWarnAfter{5000};
@@ -131,8 +131,8 @@ bool RunLoop::iterate() {
 int RunLoop::finish() {
   persist_decisions();
   if (db_.up()) {
-    if (auto released = leases_.release(db_.leases()); !released) {
-      spdlog::warn("could not release leases: {}", released.error().message);
+    if (auto handed = leases_.hand_back_all(db_.leases()); !handed) {
+      spdlog::warn("could not hand back leases: {}", handed.error().message);
     }
     [[maybe_unused]] auto gone = db_.leases().deregister(instance_id_);
   }
@@ -180,7 +180,7 @@ void RunLoop::stop_for(const core::Error& error) {
 }
 
 void RunLoop::claim_rows() {
-  if (standby_.holding()) return check_standby();
+  if (standby_.waiting()) return check_standby();
   if (!claim_possible()) return;
   const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size),
                                            static_cast<std::size_t>(config_.dispatch.claim_bytes));
@@ -191,9 +191,9 @@ void RunLoop::claim_rows() {
                                request.known, bytes, request.lanes);
   if (!sets) return fail_database(sets.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
-  dispatch::HeldClaim claim{std::move(sets).value(), request, started, leases_.partitions(), book_.pass_restarts()};
+  dispatch::WaitingClaim claim{std::move(sets).value(), request, started, leases_.partitions(), book_.pass_restarts()};
   if (config_.database.wait_for_standby.mode != config::StandbyWait::Mode::none && claim.rows() > 0) {
-    return hold_for_standby(std::move(claim));
+    return await_standby(std::move(claim));
   }
   accept_claim(std::move(claim.sets), claim.request, claim.started);
 }

@@ -86,13 +86,13 @@ class RunLoop {
   };
   std::optional<Written> write_decisions();
   void count_failure(const dispatch::FailureWrite& failure);
-  void release_drained();
+  void hand_back_drained();
   void accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
                     core::SteadyTime started);
   void after_claim(const dispatch::RowBook::Claimed& claimed);
-  void hold_for_standby(dispatch::HeldClaim claim);
+  void await_standby(dispatch::WaitingClaim claim);
   void check_standby();
-  void let_through(std::optional<dispatch::StandbyGate::Released> released);
+  void take_cleared(std::optional<dispatch::StandbyGate::Cleared> cleared);
   bool finished_stopping() const;
   void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
@@ -123,7 +123,7 @@ class RunLoop {
   bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
   dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
-  dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim held for the standby
+  dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim waiting for the standby
   dispatch::LoopTimers timers_;              // every deadline that ends a sleep
   bool broker_up_ = false;
   std::string broker_down_reason_;  // the last failed attempt's, logged at warn once

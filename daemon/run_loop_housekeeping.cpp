@@ -18,15 +18,15 @@ void RunLoop::keep_leases() {
   if (auto kept = leases_.maintain(db_.leases(), stopped, gained); !kept) return fail_database(kept.error());
   book_.drop_partitions(stopped);
   if (!gained.empty()) book_.restart_pass();  // rows of a new partition may lie below the cursor
-  release_drained();
+  hand_back_drained();
 }
 
-// A draining partition is released once none of its rows is held any more.
-void RunLoop::release_drained() {
+// A draining partition is handed back once none of its rows is held any more.
+void RunLoop::hand_back_drained() {
   const auto& draining = leases_.draining();
   if (draining.empty() || !db_.up()) return;
   const auto drained = book_.drained(draining);
-  if (auto released = leases_.release_drained(db_.leases(), drained); !released) fail_database(released.error());
+  if (auto handed = leases_.hand_back_drained(db_.leases(), drained); !handed) fail_database(handed.error());
 }
 
 void RunLoop::update_health() {
@@ -71,11 +71,11 @@ void RunLoop::measure_backlog() {
   const auto now = clock_.now();
   if (!timers_.due(Timer::backlog, now) || !db_.up() || stopping_) return;
   timers_.set(Timer::backlog, now + config_.http.backlog_interval);
-  auto held = leases_.partitions();
-  held.insert(held.end(), leases_.draining().begin(), leases_.draining().end());
+  auto leased = leases_.partitions();
+  leased.insert(leased.end(), leases_.draining().begin(), leases_.draining().end());
   const bool rank = backlog_ranking_.due(now);
-  auto report = rank ? db_.rows().backlog(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations)
-                     : db_.rows().backlog_of(held, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations,
+  auto report = rank ? db_.rows().backlog(leased, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations)
+                     : db_.rows().backlog_of(leased, BacklogMetrics::kCountCap, BacklogMetrics::kMaxDestinations,
                                              backlog_ranking_.chosen());
   if (!report) return fail_database(report.error());
   backlog_.duration.observe(std::chrono::duration<double>(clock_.now() - now).count());

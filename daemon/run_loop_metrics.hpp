@@ -30,11 +30,11 @@ struct RunLoopMetrics {
         claim_seconds(r.histogram("outboxd_claim_duration_seconds", "Time of one claim round trip")),
         mark_seconds(r.histogram("outboxd_mark_duration_seconds", "Time to persist one batch of outcomes")),
         standby_wait_seconds(r.histogram("outboxd_standby_wait_seconds",
-                                         "Time a claim was held until the standby had flushed its rows "
+                                         "Time a claim waited until the standby had flushed its rows "
                                          "(database.wait_for_standby)",
                                          {}, delay_buckets())),
-        standby_held_rows(r.gauge("outboxd_standby_held_rows",
-                                  "Claimed rows held until the standby has flushed them (database.wait_for_standby)")),
+        standby_waiting_rows(r.gauge("outboxd_standby_waiting_rows",
+                                     "Claimed rows waiting until the standby has flushed them (database.wait_for_standby)")),
         delay_to_publish(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "publish"}},
                                      delay_buckets())),
         delay_to_accept(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "accept"}},
@@ -48,7 +48,7 @@ struct RunLoopMetrics {
   metrics::Counter& released;
   metrics::Counter& unknown;
   metrics::Counter& connection_lost;
-  metrics::Counter& not_sent;  // held back by the lease fence
+  metrics::Counter& not_sent;  // stopped by the lease fence
   metrics::Counter& dispatched;
   metrics::Counter& retried;
   metrics::Counter& parked;
@@ -63,7 +63,7 @@ struct RunLoopMetrics {
   metrics::Histogram& claim_seconds;
   metrics::Histogram& mark_seconds;
   metrics::Histogram& standby_wait_seconds;
-  metrics::Gauge& standby_held_rows;
+  metrics::Gauge& standby_waiting_rows;
   metrics::Histogram& delay_to_publish;  // handed to the AMQP client
   metrics::Histogram& delay_to_accept;   // the broker's accepted outcome applied
 

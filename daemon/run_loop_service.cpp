@@ -88,8 +88,8 @@ void RunLoop::report_status(bool refresh) {
   if (!broker_up_) return service_.status("waiting for the broker", "", refresh);
   if (!leases_.may_publish()) return service_.status("waiting for partition leases", "", refresh);
   if (standby_.stalled()) {
-    return service_.status("holding rows for the standby",
-                           fmt::format("{} claimed rows wait for database.wait_for_standby", standby_.held_rows()),
+    return service_.status("rows waiting for the standby",
+                           fmt::format("{} claimed rows wait for database.wait_for_standby", standby_.waiting_rows()),
                            refresh);
   }
   service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), totals_.dispatched),

@@ -8,7 +8,7 @@ namespace outboxd::daemon {
 using dispatch::Timer;
 
 bool RunLoop::claim_possible() const {
-  return book_.claim_may_find_rows() && !standby_.holding() && !stopping_ && db_.up() && leases_.may_publish() &&
+  return book_.claim_may_find_rows() && !standby_.waiting() && !stopping_ && db_.up() && leases_.may_publish() &&
          book_.room_for_claim(static_cast<std::size_t>(config_.dispatch.batch_size));
 }
 

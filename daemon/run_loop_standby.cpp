@@ -20,10 +20,10 @@ double seconds(core::Duration d) { return std::chrono::duration<double>(d).count
 
 // If the position cannot be read, the claim is dropped with the connection:
 // its rows are claimed again after reconnecting.
-void RunLoop::hold_for_standby(dispatch::HeldClaim claim) {
+void RunLoop::await_standby(dispatch::WaitingClaim claim) {
   auto position = db_.rows().standby_position(config_.database.wait_for_standby.named());
   if (!position) return fail_database(position.error());
-  let_through(standby_.hold(std::move(claim), position.value().wal, position.value().flushed, clock_.now()));
+  take_cleared(standby_.wait(std::move(claim), position.value().wal, position.value().flushed, clock_.now()));
 }
 
 void RunLoop::check_standby() {
@@ -31,36 +31,36 @@ void RunLoop::check_standby() {
   if (stopping_ || !standby_.current(book_.pass_restarts(), leases_.partitions())) {
     // A new connection, new leases or a new pass since the claim: claim again.
     standby_.drop();
-    metrics_.standby_held_rows.set(0);
+    metrics_.standby_waiting_rows.set(0);
     book_.expect_rows();
     return;
   }
   const auto& wait = config_.database.wait_for_standby;
-  if (wait.mode == Mode::none) return let_through(standby_.release(now));  // switched off by a reload
+  if (wait.mode == Mode::none) return take_cleared(standby_.clear(now));  // switched off by a reload
   if (!db_.up() || !standby_.check_due(now)) return;
   auto position = db_.rows().standby_position(wait.named());
   if (!position) return fail_database(position.error());
-  let_through(standby_.on_flushed(position.value().flushed, now));
+  take_cleared(standby_.on_flushed(position.value().flushed, now));
   if (const auto late = standby_.overdue(now)) {
     const auto behind = late->lag_bytes ? fmt::format("has flushed WAL only to {} bytes before the claim",
                                                       *late->lag_bytes)
                                         : std::string("does not report (is it streaming? may the role that "
                                                       "ran the migrations read pg_stat_replication?)");
-    spdlog::warn("holding {} claimed rows for {:.1f} s: {} {}; nothing is published until it catches up, or until "
+    spdlog::warn("{} claimed rows have waited {:.1f} s: {} {}; nothing is published until it catches up, or until "
                  "database.wait_for_standby is set to none and the config reloaded",
-                 late->rows, seconds(late->held_for), standby_text(wait), behind);
+                 late->rows, seconds(late->waited), standby_text(wait), behind);
   }
 }
 
-void RunLoop::let_through(std::optional<dispatch::StandbyGate::Released> released) {
-  metrics_.standby_held_rows.set(static_cast<std::int64_t>(standby_.held_rows()));
-  if (!released) return;
-  metrics_.standby_wait_seconds.observe(seconds(released->held_for));
-  if (released->reported) {
+void RunLoop::take_cleared(std::optional<dispatch::StandbyGate::Cleared> cleared) {
+  metrics_.standby_waiting_rows.set(static_cast<std::int64_t>(standby_.waiting_rows()));
+  if (!cleared) return;
+  metrics_.standby_wait_seconds.observe(seconds(cleared->waited));
+  if (cleared->reported) {
     spdlog::info("{} caught up after {:.1f} s: publishing again", standby_text(config_.database.wait_for_standby),
-                 seconds(released->held_for));
+                 seconds(cleared->waited));
   }
-  auto& claim = released->claim;
+  auto& claim = cleared->claim;
   accept_claim(std::move(claim.sets), claim.request, claim.started);
 }
 

@@ -128,12 +128,12 @@ void ConnectionHandler::on_sender_detach(proton::sender& sender) {
   });
 }
 
-// Every link has a session of its own: the session's end is its link's end.
+// Every link has an AMQP session of its own: the AMQP session's end is its link's end.
 void ConnectionHandler::on_session_close(proton::session& session) {
   guarded("on_session_close", [&] {
     if (!is_current(session.connection()) || state_ == State::stopping) return;
     const auto condition = session.error();
-    links_.session_closed(session, "session ended: " + or_default(condition, "no reason given"),
+    links_.session_closed(session, "AMQP session ended: " + or_default(condition, "no reason given"),
                           refuses_destination(condition.name()));
     links_.resume(connection_, now());
     arm_timer();

@@ -113,7 +113,7 @@ void LinkSet::on_open(const proton::sender& sender, SteadyTime now) {
   resume(connection, now);
 }
 
-// Attaches the links held back that may be attached now, and sends what may be sent.
+// Attaches the links waiting that may be attached now, and sends what may be sent.
 void LinkSet::resume(proton::connection& connection, SteadyTime now) {
   for (auto& [destination, link] : links_) {
     if (!link.attached && may_attach(destination)) attach(connection, link);
@@ -204,7 +204,7 @@ void LinkSet::closed(const std::string& link_name, const std::string& reason, bo
     report(pending.id, refused ? DeliveryOutcome::rejected : DeliveryOutcome::unknown, why);
   }
   // Close our ends too (closing twice is harmless): the next message for the
-  // destination starts with a fresh session and link.
+  // destination starts with a fresh AMQP session and link.
   link->sender.close();
   link->session.close();
   forget(link_name);

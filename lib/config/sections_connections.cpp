@@ -159,7 +159,7 @@ void read_listen_url(MapReader& database, std::string_view key, std::string& out
   if (!target) {
     database.report(key, target.error().message);
   } else if (config.database.pooler != Pooler::transaction) {
-    // With no pooler or a session pooler the main connection LISTENs itself.
+    // With no pooler or a pooler in session mode the main connection LISTENs itself.
     database.report(key, "is only used with pooler: transaction");
   } else {
     config.database.listen_target = std::move(target).value();

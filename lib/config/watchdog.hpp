@@ -1,4 +1,4 @@
-// How long the daemon's loop may block on PostgreSQL, held against the service manager's watchdog interval.
+// How long the daemon's loop may block on PostgreSQL, checked against the service manager's watchdog interval.
 #pragma once
 
 #include <chrono>
@@ -17,7 +17,7 @@ std::chrono::seconds connect_timeout_applied(const DatabaseConfig& database);
 // without a failure ending the wait: one connection attempt (libpq applies
 // connect_timeout in whole seconds) plus one statement, which PostgreSQL
 // cancels after statement_timeout, e.g. while it waits on a lock. A cancelled
-// statement drops the session, so the rest of that loop turn skips the database.
+// statement drops the connection, so the rest of that loop turn skips the database.
 // Empty when statement_timeout is 0 (no limit).
 std::optional<std::chrono::milliseconds> database_wait_bound(const DatabaseConfig& database);
 

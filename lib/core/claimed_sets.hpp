@@ -13,20 +13,20 @@
 
 namespace outboxd::core {
 
-// An immediate row left out because an earlier row of its session (and
-// writer) is a due timeout still pending, or a row below the pass's cursor
-// that committed after the cursor passed it: only its id and order_key() are read.
-struct HeldBackRow {
+// An immediate row the pass passes over: an earlier row of its session (and
+// writer) is a due timeout still pending, or is below the pass's cursor,
+// committed after the cursor passed it. Only its id and order_key() are read.
+struct PassedOverRow {
   RowId id = 0;
   std::string order;
 };
 
 // The rows of one statement (immediate or scheduled), in its order.
 struct ClaimedSet {
-  std::vector<OutboxMessage> rows;   // held-back rows left out
-  std::vector<HeldBackRow> held_back;
-  std::size_t read = 0;              // rows the statement returned, held-back ones included
-  RowId last_id = 0;                 // of the last row returned, held back or not; 0 when none
+  std::vector<OutboxMessage> rows;   // rows passed over left out
+  std::vector<PassedOverRow> passed_over;
+  std::size_t read = 0;              // rows the statement returned, those passed over included
+  RowId last_id = 0;                 // of the last row returned, passed over or not; 0 when none
   bool budget_used = false;          // rows past the claim's byte budget were left for the next claim
 };
 
@@ -41,7 +41,7 @@ struct ClaimBytes {
 
 // The claim by destination, asked for beside the id-order claim while that
 // one reads a backlog: the first rows of every other destination, so that a
-// backlog in one destination holds back no other.
+// backlog in one destination stalls no other.
 struct LaneRequest {
   std::size_t limit = 0;          // rows in all; 0: not asked for
   std::size_t per_lane = 0;       // rows of any one destination

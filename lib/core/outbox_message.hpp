@@ -46,7 +46,7 @@ struct OutboxMessage {
 
 // The scope of a row's publication order: its session as written by its
 // writer. Rows of one session_id from different writers are ordered, blocked
-// and held back apart, so that no writer's parked row holds back another's;
+// and kept behind timeouts apart, so that no writer's parked row blocks another's;
 // rows without a writer (written before 009) are a writer of their own. The
 // key is the session, then NUL and the writer when there is one: PostgreSQL
 // text holds no NUL, so no two scopes share a key. The claim's SQL draws the
@@ -63,7 +63,7 @@ enum class DeliveryOutcome {
   released,  // released or modified: the broker did not process it; try again
   unknown,   // no outcome in time, or the link ended before one arrived: publish again
   connection_lost,  // the connection ended before an outcome arrived: an attempt for no row; read it again
-  not_sent,  // held back because its fencing deadline passed: the lease may be gone
+  not_sent,  // not sent because its fencing deadline passed: the lease may be gone
 };
 
 const char* to_string(DeliveryOutcome outcome);

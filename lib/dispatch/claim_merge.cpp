@@ -54,9 +54,9 @@ Claim merge_claim(core::ClaimedSets sets, std::size_t limit, std::size_t lanes_l
                  merged.end());
     claim.rows = std::move(merged);
   }
-  claim.held_back = std::move(sets.immediate.held_back);
-  claim.held_back.insert(claim.held_back.end(), std::make_move_iterator(sets.scheduled.held_back.begin()),
-                         std::make_move_iterator(sets.scheduled.held_back.end()));
+  claim.passed_over = std::move(sets.immediate.passed_over);
+  claim.passed_over.insert(claim.passed_over.end(), std::make_move_iterator(sets.scheduled.passed_over.begin()),
+                           std::make_move_iterator(sets.scheduled.passed_over.end()));
   return claim;
 }
 

@@ -1,4 +1,4 @@
-// The claim pass: cursor and the order scopes held back until the pass ends.
+// The claim pass: cursor and the order scopes stopped until the pass ends.
 #include "dispatch/claim_pass.hpp"
 
 #include <algorithm>
@@ -23,8 +23,8 @@ bool ClaimPass::waits(const core::OutboxMessage& row) const {
   if (passed_over_.empty()) return false;  // the usual case: no key to build
   const auto order = core::order_key(row);
   if (!order) return false;
-  const auto held = passed_over_.find(*order);
-  return held != passed_over_.end() && row.id > held->second;
+  const auto passed = passed_over_.find(*order);
+  return passed != passed_over_.end() && row.id > passed->second;
 }
 
 void ClaimPass::on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after) {

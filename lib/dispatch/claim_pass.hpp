@@ -15,7 +15,7 @@ namespace outboxd::dispatch {
 // A claim that comes back short ends the pass: the next starts from the
 // lowest pending id again, and finds the rows whose transactions committed
 // late with ids below the cursor. A row the pass moved past because an
-// earlier timeout of its session is due holds back its session's later rows
+// earlier timeout of its session is due stops its session's later rows
 // until the pass ends, or they would overtake it once the timeout is marked;
 // a session being its writer's (core::order_key), as in the claim's SQL.
 class ClaimPass {
@@ -33,14 +33,14 @@ class ClaimPass {
   const std::vector<std::string>& backlog_destinations() const { return backlog_destinations_; }
   const std::string& lanes_after() const { return lanes_after_; }
   void on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after);
-  // The claim moved past this row of order scope `order` (held back behind a due timeout).
+  // The claim moved past this row of order scope `order` (behind a due timeout).
   void pass_over(core::RowId id, const std::string& order);
   // A claimed row waits for the next pass: a lower row of its order scope (core::order_key) was passed over.
   bool waits(const core::OutboxMessage& row) const;
   bool passed_over_any() const { return !passed_over_.empty(); }
   // From the lowest id again (new partitions, a new connection, a timeout marked).
   void restart();
-  // How many times the pass started over: a claim held back from on_claim
+  // How many times the pass started over: a claim kept from on_claim
   // (see StandbyGate) is out of date once this changed.
   std::uint64_t restarts() const { return restarts_; }
 

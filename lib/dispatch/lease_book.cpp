@@ -9,10 +9,10 @@ namespace outboxd::dispatch {
 LeaseBook::LeaseBook(core::Duration lease_ttl, core::Duration renew_interval, core::Duration safety_margin)
     : lease_ttl_(lease_ttl), renew_interval_(renew_interval), safety_margin_(safety_margin) {}
 
-LeaseBook::Changes LeaseBook::renewed(const std::vector<Held>& held, core::SteadyTime started) {
+LeaseBook::Changes LeaseBook::renewed(const std::vector<Leased>& leased, core::SteadyTime started) {
   std::vector<int> claimable;
   std::vector<int> draining;
-  for (const Held& lease : held) {
+  for (const Leased& lease : leased) {
     const bool was_draining = std::binary_search(draining_.begin(), draining_.end(), lease.partition);
     (lease.over_share || was_draining ? draining : claimable).push_back(lease.partition);
   }
@@ -31,13 +31,13 @@ LeaseBook::Changes LeaseBook::renewed(const std::vector<Held>& held, core::Stead
   return changes;
 }
 
-void LeaseBook::released(const std::vector<int>& drained) {
+void LeaseBook::handed_back(const std::vector<int>& drained) {
   std::vector<int> still;
   std::set_difference(draining_.begin(), draining_.end(), drained.begin(), drained.end(), std::back_inserter(still));
   draining_ = std::move(still);
 }
 
-void LeaseBook::released_all() {
+void LeaseBook::handed_back_all() {
   partitions_.clear();
   draining_.clear();
   valid_until_ = {};

@@ -10,13 +10,13 @@ namespace outboxd::dispatch {
 // The database grants a lease for lease_ttl from some moment during the
 // balance statement; the instance cannot know when, so it counts from the
 // moment it sent the statement, on its own monotonic clock, and stops
-// publishing safety_margin before that could run out. Partitions held over
+// publishing safety_margin before that could run out. Partitions leased over
 // the fair share are "draining": no new claims, in-flight rows finish, then
-// the caller releases them; once draining, a partition stays so until
-// released, even if the share grows back (its buffered rows are gone).
+// the caller hands them back; once draining, a partition stays so until
+// handed back, even if the share grows back (its buffered rows are gone).
 class LeaseBook {
  public:
-  struct Held {
+  struct Leased {
     int partition = 0;
     bool over_share = false;
   };
@@ -31,14 +31,14 @@ class LeaseBook {
   bool renewal_due(core::SteadyTime now) const { return now >= renew_at_; }
   void force_renewal(core::SteadyTime now) { renew_at_ = now; }
 
-  // A balance sent at `started` succeeded and the instance now holds `held`.
-  Changes renewed(const std::vector<Held>& held, core::SteadyTime started);
-  // These draining partitions were released.
-  void released(const std::vector<int>& drained);
-  // Every lease was released (shutdown).
-  void released_all();
+  // A balance sent at `started` succeeded and the instance now leases `leased`.
+  Changes renewed(const std::vector<Leased>& leased, core::SteadyTime started);
+  // These draining partitions were handed back.
+  void handed_back(const std::vector<int>& drained);
+  // Every lease was handed back (shutdown).
+  void handed_back_all();
 
-  // False once a lease could have expired in the database, or with none held.
+  // False once a lease could have expired in the database, or with none leased.
   bool may_publish(core::SteadyTime now) const;
   const std::vector<int>& partitions() const { return partitions_; }  // sorted
   const std::vector<int>& draining() const { return draining_; }      // sorted

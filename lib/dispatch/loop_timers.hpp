@@ -12,7 +12,7 @@ namespace outboxd::dispatch {
 
 // Every deadline that can end the loop's sleep. The loop's own steps set the
 // first ones; the followed ones belong to another part (the planner, the
-// lease book, the database session...) and the loop copies them in before it
+// lease book, the database connection...) and the loop copies them in before it
 // sleeps, so that one set answers "what is due" and "when is the next".
 enum class Timer : std::size_t {
   poll,           // dispatch.poll_interval_ms: claim even without a NOTIFY

@@ -83,7 +83,7 @@ void Planner::settle(RowMap::iterator it, core::DeliveryOutcome outcome, std::st
       reread(it);
       break;
     case core::DeliveryOutcome::not_sent:
-      // Our own fence held it back, not the broker: never an attempt.
+      // Our own fence stopped it, not the broker: never an attempt.
       ++counters_.not_sent;
       if (orphaned(row)) {
         forget(it);

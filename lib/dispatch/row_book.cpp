@@ -57,10 +57,10 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   Claimed claimed;
   auto claim = merge_claim(std::move(sets), request.limit, request.lanes.limit);
   claimed.rows = claim.rows.size();
-  // A row held back behind a due timeout is passed over by this pass; its
-  // session's later rows must wait for the next pass too, or they would
-  // overtake it once the timeout is marked.
-  for (const auto& held : claim.held_back) pass_.pass_over(held.id, held.order);
+  // A row behind a due timeout or a late commit is passed over by this pass;
+  // its session's later rows must wait for the next pass too, or they would
+  // overtake it once the timeout is marked or the late row claimed.
+  for (const auto& over : claim.passed_over) pass_.pass_over(over.id, over.order);
   std::vector<HeldRow> rows;
   rows.reserve(claim.rows.size());
   for (auto& row : claim.rows) {
@@ -99,7 +99,7 @@ const core::OutboxMessage* RowBook::find(core::RowId id) const {
   return held == nullptr ? nullptr : &held->message;
 }
 
-// If this pass moved past rows held back behind a timeout now marked, a new
+// If this pass moved past rows behind a timeout now marked, a new
 // pass finds them at once; it reads none of the rows held, so it costs a walk
 // over their index entries, not the whole backlog the current pass has yet to cover.
 void RowBook::on_persisted() {

@@ -57,7 +57,7 @@ class RowBook {
                              std::size_t claim_bytes = std::numeric_limits<std::size_t>::max()) const;
 
   struct Claimed {
-    std::size_t rows = 0;    // rows returned (merged, held-back ones left out), before the pass's rules
+    std::size_t rows = 0;    // rows returned (merged, those behind a timeout left out), before the pass's rules
     std::size_t added = 0;   // rows handed to the planner
     bool more = false;       // a batch was full: claim again without being told
     bool backlog_began = false;  // the first full claim of a pass: a backlog to read
@@ -81,8 +81,8 @@ class RowBook {
 
   // --- persisting
   const PendingWrites& pending_writes() const { return planner_.pending_writes(); }
-  // Every pending write was persisted. A timeout now marked may have held
-  // back later rows of its session: a claim finds them now.
+  // Every pending write was persisted. A timeout now marked may have had
+  // later rows of its session behind it: a claim finds them now.
   void on_persisted();
 
   // --- leases

@@ -8,7 +8,7 @@ struct BeforeSleepState {
   bool claim_possible = false;       // a claim could run now (room, leases, database, rows expected)
   bool claim_may_find_rows = false;  // the book expects rows: a pass is under way, or something woke it
   bool notify_armed = false;         // writers NOTIFY (the instance row is marked idle)
-  bool notifications = false;        // the database session can receive them (not a transaction pooler
+  bool notifications = false;        // the database connection can receive them (not a transaction pooler
                                      // without database.listen_url)
   bool busy = false;                 // rows pour in (NotifyPolicy::busy): poll instead of NOTIFY
   bool database_up = false;

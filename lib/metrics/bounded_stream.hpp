@@ -1,4 +1,4 @@
-// One accepted socket as cpp-httplib's Stream, held to a deadline and a request-head size.
+// One accepted socket as cpp-httplib's Stream, bound by a deadline and a request-head size.
 #pragma once
 
 #include <httplib.h>

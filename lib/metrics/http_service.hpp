@@ -1,4 +1,4 @@
-// cpp-httplib's server held to fixed bounds: methods, request head and body size, connections, a whole-request deadline.
+// cpp-httplib's server within fixed bounds: methods, request head and body size, connections, a whole-request deadline.
 #pragma once
 
 #include <httplib.h>

@@ -56,7 +56,7 @@ class Gauge {
 
 // A gauge family whose series are replaced together: figures computed now and
 // then whose label values come from data, so a series may also disappear.
-// replace() and samples() take a mutex of their own, held only to swap or copy;
+// replace() and samples() take a mutex of their own, locked only to swap or copy;
 // replace() checks label names as the registry does (a bad one aborts).
 class GaugeSet {
  public:

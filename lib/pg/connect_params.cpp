@@ -15,7 +15,7 @@ Settings daemon_settings(const config::DatabaseConfig& config) {
   // custom one, though both walk messages_scheduled_idx): about 2 ms per claim,
   // a fifth of the database's CPU per row in a drain. Every statement of the
   // daemon is written for its generic plan, and for an index: a generic plan
-  // is kept for the session, and one made while the outbox was empty (a
+  // is kept for the connection, and one made while the outbox was empty (a
   // daemon started on a quiet outbox, the table just vacuumed) took it for
   // empty and read a backlog with a sequential scan and a sort, a second per
   // claim at 200,000 rows, until autovacuum's ANALYZE. Without sequential

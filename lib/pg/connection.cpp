@@ -1,4 +1,4 @@
-// libpq session: statements, prepared statements re-prepared after reconnect, LISTEN/NOTIFY, poolers.
+// libpq connection: statements, prepared statements re-prepared after reconnect, LISTEN/NOTIFY, poolers.
 #include "pg/connection.hpp"
 
 #include <libpq-fe.h>
@@ -122,15 +122,15 @@ core::Result<Connection> Connection::open(const config::DatabaseConfig& config, 
     state->settings.emplace_back(value);
   }
   Connection connection(std::move(state));
-  if (auto applied = connection.apply_session_settings(); !applied) return applied.error();
+  if (auto applied = connection.apply_pooler_settings(); !applied) return applied.error();
   return connection;
 }
 
-// Without a pooler the startup options set them. A session pooler drops
-// those, but the session is ours until we disconnect (its reset query,
+// Without a pooler the startup options set them. A pooler in session mode drops
+// those, but the server connection is ours until we disconnect (its reset query,
 // DISCARD ALL by default, clears them for the next client). Behind a
 // transaction pooler, run_pipeline() sends them with every transaction.
-core::Status Connection::apply_session_settings() {
+core::Status Connection::apply_pooler_settings() {
   if (state_->pooler != config::Pooler::session) return {};
   auto applied = exec_params(state_->settings_sql, state_->settings);
   if (!applied) return applied.error();
@@ -159,7 +159,7 @@ core::Status Connection::reset() {
     state_->last_failure.kind = failed->kind;
     return state_->last_failure.to_error();
   }
-  if (auto applied = apply_session_settings(); !applied) return applied;
+  if (auto applied = apply_pooler_settings(); !applied) return applied;
   for (const std::string& channel : state_->channels) {
     auto listening = exec("LISTEN " + quote_ident(channel));
     if (!listening) return listening.error();
@@ -241,17 +241,17 @@ core::Status Connection::prepare_now(std::pair<const std::string, Statement>& en
     statement.deallocate = false;
   }
   // Unnamed behind a transaction pooler: only checked (tables, columns), as
-  // the next transaction may run on another server session.
+  // the next transaction may run on another server connection.
   auto prepared =
       finish(PQsendPrepare(state_->conn, unnamed() ? "" : name.c_str(), statement.sql.c_str(), 0, nullptr) == 1, false,
              statement.sql);
   if (!prepared) {
     state_->last_failure.message = "preparing " + name + ": " + state_->last_failure.message;
-    // This session never prepared it: another client did, on the server
-    // session a transaction pooler lent us.
+    // This connection never prepared it: another client did, on the server
+    // connection a transaction pooler lent us.
     if (state_->last_failure.sqlstate == "42P05") {
       state_->last_failure.message +=
-          "; a pooler in transaction mode (PgBouncer pool_mode = transaction) shares server sessions between "
+          "; a pooler in transaction mode (PgBouncer pool_mode = transaction) shares server connections between "
           "clients, so prepared statements and LISTEN cannot work: set `database.pooler: transaction` (and "
           "`database.listen_url` straight to PostgreSQL for NOTIFY wake-ups)";
     }
@@ -285,7 +285,7 @@ core::Result<Rows> Connection::exec_prepared(std::string_view name, const Params
     if (state_->stalled) return stall_failure(may_commit);
     const char* code = result != nullptr ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
     // 26000: the server forgot the statement (DISCARD ALL, a pooler handing
-    // us another session); prepare it again once.
+    // us another server connection); prepare it again once.
     if (attempt == 0 && code != nullptr && std::string_view(code) == "26000") {
       PQclear(result);
       it->second.prepared = false;
@@ -324,7 +324,7 @@ core::Result<std::vector<Rows>> Connection::exec_prepared_pipeline(const std::ve
 
 // Behind a transaction pooler every statement is unnamed (Parse, Bind,
 // Execute) and the pipeline starts with the settings, local to its
-// transaction: one Sync, so one transaction on one server session.
+// transaction: one Sync, so one transaction on one server connection.
 bool Connection::send_pipeline(const std::vector<Entry*>& entries, const std::vector<PreparedCall>& calls) {
   PGconn* conn = state_->conn;
   // `name` null: the unnamed statement, parsed from `sql` in this pipeline.

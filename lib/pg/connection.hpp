@@ -1,4 +1,4 @@
-// One PostgreSQL session: statements with bound parameters, named prepared statements, LISTEN; or pooled.
+// One PostgreSQL connection: statements with bound parameters, named prepared statements, LISTEN; or pooled.
 #pragma once
 
 #include <chrono>
@@ -47,25 +47,25 @@ class Rows {
 
  private:
   friend class Connection;
-  struct Release {
+  struct Clear {
     void operator()(void* result) const;
   };
   explicit Rows(void* result);
   bool binary(int column) const;
-  std::unique_ptr<void, Release> result_;
+  std::unique_ptr<void, Clear> result_;
 };
 
 class Connection {
  public:
   // Connects with `config.url` (libpq URI or conninfo). The password goes to
   // libpq as its own keyword, never into a string that could be logged.
-  // The daemon_settings() are set for the session through the startup
-  // options, or after connecting behind a session pooler. Behind a
-  // transaction pooler (config.pooler) no session state is kept: defined
+  // The daemon_settings() are set for the connection through the startup
+  // options, or after connecting behind a pooler in session mode. Behind a
+  // transaction pooler (config.pooler) no state is kept on the server connection: defined
   // statements run unnamed, each in a transaction of its own that sets them
   // locally; exec() and exec_params() run without them. Each result is
   // awaited for at most statement_timeout + connect_timeout (no limit when
-  // statement_timeout is 0); a session that does not answer within it is
+  // statement_timeout is 0); a connection that does not answer within it is
   // given up: the statement fails as a lost connection, ok() turns false.
   static core::Result<Connection> open(const config::DatabaseConfig& config, std::string application_name);
 
@@ -73,7 +73,7 @@ class Connection {
   Connection(Connection&&) noexcept;
   Connection& operator=(Connection&&) noexcept;
 
-  bool ok() const;  // the session is up as far as libpq knows, and answered in time
+  bool ok() const;  // the connection is up as far as libpq knows, and answered in time
   // Reconnects with the same parameters. Prepared statements are prepared
   // again on first use and LISTEN channels re-registered.
   core::Status reset();
@@ -83,7 +83,7 @@ class Connection {
   core::Result<Rows> exec(std::string_view sql);
   core::Result<Rows> exec_params(std::string_view sql, const Params& params);
 
-  // Names a statement; it is prepared on its first use in each session.
+  // Names a statement; it is prepared on its first use on each connection.
   void define(std::string name, std::string sql);
   // define() and prepare now, so a missing table shows up at start-up.
   core::Status prepare(std::string name, std::string sql);
@@ -103,7 +103,7 @@ class Connection {
 
   // LISTEN on `channel` (quoted, case kept) now and after every reset().
   // Not behind a transaction pooler: the LISTEN would stay on whichever
-  // server session ran it (see database.listen_url).
+  // server connection ran it (see database.listen_url).
   core::Status listen(std::string channel);
   // The socket to poll for readability; -1 when not connected.
   int socket() const;
@@ -123,7 +123,7 @@ class Connection {
   bool not_connected();  // records the failure when true
   bool autocommit() const;
   bool unnamed() const;  // behind a transaction pooler
-  core::Status apply_session_settings();
+  core::Status apply_pooler_settings();
   core::Status prepare_now(std::pair<const std::string, Statement>& entry);
   using Entry = std::pair<const std::string, Statement>;
   bool send_pipeline(const std::vector<Entry*>& entries, const std::vector<PreparedCall>& calls);

@@ -1,4 +1,4 @@
-// Connection's reads of a reply: each result awaited within the reply timeout, so a silent server ends the session.
+// Connection's reads of a reply: each result awaited within the reply timeout, so a silent server ends the connection.
 #include <libpq-fe.h>
 #include <poll.h>
 
@@ -15,7 +15,7 @@ namespace outboxd::pg {
 // whose bytes vanish while TCP stays up (a proxy whose server stopped
 // answering acknowledges and answers keepalives), or from a server that
 // stopped, no reply ever comes and libpq would wait forever; so the daemon
-// waits for each result itself, up to reply_timeout, and gives the session
+// waits for each result itself, up to reply_timeout, and gives the connection
 // up when it passes. True when PQgetResult() will not block.
 bool Connection::await_reply() {
   if (state_->reply_timeout.count() == 0) return true;
@@ -28,7 +28,7 @@ bool Connection::await_reply() {
       return false;
     }
     pollfd readable{PQsocket(conn), POLLIN, 0};
-    // A failed poll or read breaks the session; PQgetResult() then reports it.
+    // A failed poll or read breaks the connection; PQgetResult() then reports it.
     if (poll(&readable, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) return true;
     if (readable.revents != 0 && PQconsumeInput(conn) == 0) return true;
   }
@@ -39,7 +39,7 @@ core::Error Connection::stall_failure(bool commit_in_flight) {
   state_->last_failure =
       make_failure("", "no reply from PostgreSQL within " + std::to_string(state_->reply_timeout.count()) +
                            " ms (database.statement_timeout_ms + connect_timeout_ms): the server or the link to it "
-                           "stopped answering; the session is given up",
+                           "stopped answering; the connection is given up",
                    true, commit_in_flight);
   return state_->last_failure.to_error();
 }

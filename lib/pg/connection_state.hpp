@@ -14,20 +14,20 @@ namespace outboxd::pg {
 
 struct Connection::Statement {
   std::string sql;
-  bool prepared = false;    // in the current session
+  bool prepared = false;    // on the current connection
   bool deallocate = false;  // prepared under this name with other text
 };
 
 struct Connection::State {
   PGconn* conn = nullptr;
   config::Pooler pooler = config::Pooler::none;
-  std::string settings_sql;  // set_config() of daemon_settings(), see apply_session_settings()
+  std::string settings_sql;  // set_config() of daemon_settings(), see apply_pooler_settings()
   Params settings;
   std::map<std::string, Statement, std::less<>> statements;
   std::vector<std::string> channels;
   Failure last_failure;
   std::chrono::milliseconds reply_timeout{0};  // 0: wait as long as libpq does (forever)
-  bool stalled = false;  // a reply did not come within reply_timeout: the session is given up
+  bool stalled = false;  // a reply did not come within reply_timeout: the connection is given up
 
   State() = default;
   State(const State&) = delete;

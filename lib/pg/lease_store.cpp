@@ -50,11 +50,11 @@ LeaseStore::LeaseStore(Connection& connection, std::string schema)
                      "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false");
   connection_.define(prefix_ + "deregister", "DELETE FROM " + s + ".instances WHERE instance_id = $1");
   // Owner NULL: the next taker raises the epoch, even if it is us again.
-  connection_.define(prefix_ + "release_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
-                                              "WHERE owner = $1");
+  connection_.define(prefix_ + "hand_back_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
+                                                "WHERE owner = $1");
   connection_.define(prefix_ + "balance", balance_sql(s));
-  connection_.define(prefix_ + "release", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
-                                          "WHERE owner = $1 AND partition = ANY($2::int[])");
+  connection_.define(prefix_ + "hand_back", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
+                                            "WHERE owner = $1 AND partition = ANY($2::int[])");
 }
 
 core::Status LeaseStore::register_instance(std::string_view instance_id) {
@@ -69,27 +69,27 @@ core::Status LeaseStore::deregister(std::string_view instance_id) {
   return {};
 }
 
-core::Status LeaseStore::release_all(std::string_view instance_id) {
-  auto done = connection_.exec_prepared(prefix_ + "release_all", {std::string(instance_id)});
-  if (!done) return in_context("releasing leases", done.error());
+core::Status LeaseStore::hand_back_all(std::string_view instance_id) {
+  auto done = connection_.exec_prepared(prefix_ + "hand_back_all", {std::string(instance_id)});
+  if (!done) return in_context("handing back leases", done.error());
   return {};
 }
 
 core::Result<std::vector<Lease>> LeaseStore::balance(std::string_view instance_id, std::chrono::milliseconds ttl) {
   auto rows = connection_.exec_prepared(prefix_ + "balance", {std::string(instance_id), std::to_string(ttl.count())});
   if (!rows) return in_context("balancing leases", rows.error());
-  std::vector<Lease> held;
-  held.reserve(static_cast<std::size_t>(rows.value().size()));
+  std::vector<Lease> leased;
+  leased.reserve(static_cast<std::size_t>(rows.value().size()));
   for (int r = 0; r < rows.value().size(); ++r) {
-    held.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().boolean(r, 1)});
+    leased.push_back({static_cast<int>(rows.value().int64(r, 0)), rows.value().boolean(r, 1)});
   }
-  return held;
+  return leased;
 }
 
-core::Status LeaseStore::release(std::string_view instance_id, const std::vector<int>& partitions) {
+core::Status LeaseStore::hand_back(std::string_view instance_id, const std::vector<int>& partitions) {
   if (partitions.empty()) return {};
-  auto done = connection_.exec_prepared(prefix_ + "release", {std::string(instance_id), int_array_literal(partitions)});
-  if (!done) return in_context("releasing leases over the share", done.error());
+  auto done = connection_.exec_prepared(prefix_ + "hand_back", {std::string(instance_id), int_array_literal(partitions)});
+  if (!done) return in_context("handing back leases over the share", done.error());
   return {};
 }
 

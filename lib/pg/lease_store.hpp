@@ -13,7 +13,7 @@ namespace outboxd::pg {
 
 struct Lease {
   int partition = 0;
-  bool over_share = false;  // held beyond this instance's fair share: drain it, then release()
+  bool over_share = false;  // leased beyond this instance's fair share: drain it, then hand_back()
 };
 
 // Plain statements in autocommit, no session state (advisory locks, temp
@@ -29,13 +29,13 @@ class LeaseStore {
 
   // One statement: refreshes the heartbeat, forgets instances silent for
   // kDeadAfterTtls lease times, and with share = ceil(partitions / live
-  // instances) renews the unexpired leases held and takes free or expired
-  // ones up to the share, each until `ttl` from now. Held leases beyond the
+  // instances) renews the unexpired leases it has and takes free or expired
+  // ones up to the share, each until `ttl` from now. Leases beyond the
   // share are renewed too but flagged over_share, so that the caller can
-  // drain them before release(). Sorted by partition.
+  // drain them before hand_back(). Sorted by partition.
   core::Result<std::vector<Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl);
-  core::Status release(std::string_view instance_id, const std::vector<int>& partitions);
-  core::Status release_all(std::string_view instance_id);
+  core::Status hand_back(std::string_view instance_id, const std::vector<int>& partitions);
+  core::Status hand_back_all(std::string_view instance_id);
 
   static constexpr int kDeadAfterTtls = 10;
 

@@ -150,7 +150,7 @@ core::Result<bool> apply(Connection& connection, const MigrateOptions& options, 
     return false;
   }
   // Transaction-local settings (is_local = true): the scripts read them, and
-  // nothing leaks into a pooled session afterwards.
+  // nothing leaks into a pooled server connection afterwards.
   auto configured = connection.exec_params(
       "SELECT pg_catalog.set_config('outboxd.schema', $1, true), "
       "pg_catalog.set_config('outboxd.workflow_schema', $2, true), "
@@ -159,9 +159,9 @@ core::Result<bool> apply(Connection& connection, const MigrateOptions& options, 
       {options.schema, options.workflow_schema, std::to_string(options.partitions), options.legacy_writer});
   if (!configured) return configured.error();
   if (auto ran = connection.exec(migration.sql); !ran) return ran.error();
-  // The scripts set search_path for the session. Given back in the same
+  // The scripts set search_path for the connection. Given back in the same
   // transaction: behind a transaction pooler a later statement may run on
-  // another server session, and this one would keep the scripts' path for
+  // another server connection, and this one would keep the scripts' path for
   // whichever client gets it next.
   if (auto reset = connection.exec("RESET search_path"); !reset) return reset.error();
   auto inserted = connection.exec_params("INSERT INTO " + table + " (version, name, checksum) VALUES ($1, $2, $3)",

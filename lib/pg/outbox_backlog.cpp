@@ -16,8 +16,8 @@ constexpr const char* kParked = "m.status = 'parked'";
 const std::string kDueRows = std::string(kWaiting) + " AND m.due_at <= now()";
 const std::string kScheduledRows = std::string(kWaiting) + " AND m.due_at > now()";
 
-// The partitions a figure covers: those held ($1), or every one (`every`).
-constexpr const char* kHeld = "unnest($1::int[]) p";
+// The partitions a figure covers: those leased ($1), or every one (`every`).
+constexpr const char* kLeased = "unnest($1::int[]) p";
 constexpr const char* kEvery = "every e(p)";
 
 // Destinations with such rows, in name order, one index descent each (a skip
@@ -46,12 +46,12 @@ std::string in_partition(const std::string& t, const std::string& rows, const ch
 }
 
 // Counting stops at $2 rows: the outer LIMIT ends the loop over partitions too.
-std::string capped_count(const std::string& t, const std::string& rows, const char* partitions = kHeld) {
+std::string capped_count(const std::string& t, const std::string& rows, const char* partitions = kLeased) {
   return "(SELECT count(*) FROM (SELECT FROM " + in_partition(t, rows, "", partitions) + " LIMIT $2) r LIMIT $2) c)";
 }
 
 // The earliest due_at: one descent per partition.
-std::string first_due(const std::string& t, const std::string& rows, const char* partitions = kHeld) {
+std::string first_due(const std::string& t, const std::string& rows, const char* partitions = kLeased) {
   return "(SELECT min(o.due_at) FROM " + in_partition(t, rows, "m.due_at", partitions) +
          " ORDER BY m.due_at LIMIT 1) o)";
 }
@@ -65,7 +65,7 @@ std::string milliseconds(const std::string& interval) {
   return "(extract(epoch FROM " + interval + ") * 1000)::bigint";
 }
 
-// The figures of each destination x.d listed, in the held partitions:
+// The figures of each destination x.d listed, in the leased partitions:
 // destination, due, scheduled, retrying, parked, oldest due (ms ago), next scheduled (ms ahead).
 std::string figures(const std::string& t) {
   return "SELECT x.d, " + capped_count(t, kDueRows) + ", " + capped_count(t, kScheduledRows) + ", " +

@@ -21,8 +21,8 @@ namespace {
 // as a filter it made the generic plan sort every pending row instead of
 // walking messages_ready_idx (the planner cannot know that it rarely holds),
 // and the pass's cursor moves past those rows anyway. The scheduled claim,
-// which has no cursor, filters: rows held back must not fill its batch.
-std::string held_back(const std::string& t) {
+// which has no cursor, filters: rows behind a timeout must not fill its batch.
+std::string behind_timeout(const std::string& t) {
   return "(m.session_id IS NOT NULL "
          "AND coalesce((SELECT d.due_at <= now() FROM " + t + " d WHERE d.status = 'pending' "
          "AND d.due_at > d.created_at ORDER BY d.due_at LIMIT 1), false) "
@@ -35,7 +35,7 @@ std::string held_back(const std::string& t) {
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint,
 // boolean, or timestamptz read as the bigint it is sent as.
-// One entry per Column, in its order; held_back comes last and varies per claim.
+// One entry per Column, in its order; passed_over comes last and varies per claim.
 constexpr std::array<std::string_view, kColumnCount - 1> kClaimColumns{
     "m.id", "m.message_id", "m.destination", "m.session_id", "m.writer", "m.correlation_id", "m.parent_message_id",
     "m.originating_message_id", "m.subject", "m.content_type", "m.traceparent", "m.headers::text", "m.body",
@@ -54,7 +54,7 @@ constexpr bool every_column_named() {
   return true;
 }
 static_assert(every_column_named(), "outbox_sql::Column and kClaimColumns must list the same columns");
-static_assert(kHeldBack == kColumnCount - 1, "held_back is the claim's last column");
+static_assert(kPassedOver == kColumnCount - 1, "passed_over is the claim's last column");
 
 // The payload of a row: what reading it costs in memory. octet_length of a
 // stored bytea reads its size, not its value.
@@ -80,9 +80,9 @@ std::string destination_refused(const std::string& s) {
          ".plain_name_allowed(m.destination, " + list + ")) THEN 'allowed_destinations' END";
 }
 
-// `held_back_column` is held_back(), or false where the claim filters on it;
+// `passed_over_column` says which rows the pass passes over, or is false where the claim filters them out;
 // `inline_limit` the parameter above which a row comes without body and headers.
-std::string columns(const std::string& s, const std::string& held_back_column, const char* inline_limit) {
+std::string columns(const std::string& s, const std::string& passed_over_column, const char* inline_limit) {
   std::string out;
   for (std::size_t i = 0; i < kClaimColumns.size(); ++i) {
     if (i == kDestinationRefused) {
@@ -94,7 +94,7 @@ std::string columns(const std::string& s, const std::string& held_back_column, c
       out.append(kClaimColumns[i]).append(", ");
     }
   }
-  return out + held_back_column;
+  return out + passed_over_column;
 }
 
 // The rows of `inner` (a SELECT of "m.*" and more, ending in its ORDER BY
@@ -105,9 +105,9 @@ std::string bounded_claim(const std::string& columns_list, const std::string& t,
          t + " m WHERE " + where + " ORDER BY " + order + tail + ") m ORDER BY " + order;
 }
 
-// Strict per-session order: a parked or backing-off row holds back every
+// Strict per-session order: a parked or backing-off row blocks every
 // later row of its session. A session is its writer's (core::order_key):
-// another writer's rows of the same session_id are not held back, and rows
+// another writer's rows of the same session_id are not blocked, and rows
 // without writer (before 009) are one writer; the writer is compared on the
 // few rows the index range finds. The predicate implies messages_blocked_idx's.
 // While that index is empty, as it mostly is, one look at it per statement
@@ -147,19 +147,19 @@ std::string not_known(const char* ids) {
 std::string fence(const std::string& leases, const char* column, const char* owner) {
   // ARRAY(...) is an InitPlan, evaluated once per statement. Written as a
   // semi-join the planner put the leases outside and repeated the id = ANY
-  // index scan once per held partition (64 times for one instance). The
+  // index scan once per leased partition (64 times for one instance). The
   // array is searched per row only when `owner` does not hold every
   // partition (a second InitPlan), as in ready().
-  const std::string held = "f.owner = " + std::string(owner) + " AND f.expires_at > now()";
-  return std::string(" AND ((SELECT count(*) FILTER (WHERE ") + held + ") = count(*) FROM " + leases + " f) OR " +
-         column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + held + ")))";
+  const std::string leased = "f.owner = " + std::string(owner) + " AND f.expires_at > now()";
+  return std::string(" AND ((SELECT count(*) FILTER (WHERE ") + leased + ") = count(*) FROM " + leases + " f) OR " +
+         column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + leased + ")))";
 }
 
 // Past the start of a pass ($3 > 0), the sessions (their writers') of the
 // claim's rows `c` that have an immediate pending row at or below the cursor
 // that the caller does not hold ($4 lists every row it holds): a transaction
 // that took its ids before the cursor passed them and committed after. Their
-// rows in the claim are passed over, read with the held-back flag: they and
+// rows in the claim come flagged as passed over: they and
 // their session's later rows wait for the next pass, which starts below them.
 //
 // Asked once per session of the claim, not once per row, and only through
@@ -184,9 +184,9 @@ std::string late_sessions(const std::string& t) {
 // $5 is the largest payload read inline. The rows (`c`) are read once, then
 // each is flagged when it waits behind a due timeout or a late commit.
 std::string claim_immediate(const std::string& s, const std::string& t) {
-  // Appended, not "(" + held_back(t): GCC 12 at -O3 warns (-Wrestrict) about that operator+.
+  // Appended, not "(" + behind_timeout(t): GCC 12 at -O3 warns (-Wrestrict) about that operator+.
   std::string passed_over("(");
-  passed_over.append(held_back(t)).append(" OR (m.session_id IS NOT NULL AND "
+  passed_over.append(behind_timeout(t)).append(" OR (m.session_id IS NOT NULL AND "
                                           "(m.session_id, coalesce(m.writer, '')) IN (SELECT * FROM late)))");
   return "WITH c AS MATERIALIZED (SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t +
          " m WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(s, t) +
@@ -201,7 +201,7 @@ std::string claim_immediate(const std::string& s, const std::string& t) {
 std::string claim_scheduled(const std::string& s, const std::string& t) {
   return bounded_claim(columns(s, "false", "$4"), t,
                        "m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now() AND " + ready(s, t) +
-                           not_known("$3") + " AND NOT " + held_back(t),
+                           not_known("$3") + " AND NOT " + behind_timeout(t),
                        "m.due_at, m.id", " LIMIT $2 FOR UPDATE OF m SKIP LOCKED");
 }
 
@@ -250,7 +250,7 @@ std::string claim_lanes(const std::string& s, const std::string& t) {
          "SELECT " + columns(s, "false", "$4") + " FROM lane CROSS JOIN LATERAL ("
          "SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t + " m "
          "WHERE m.destination >= lane.destination AND m.destination <= lane.destination AND " + in_lane("m") + " AND " + ready(s, t) + not_known("$3") +
-         " AND NOT " + held_back(t) + " AND " + session_in_order(t) + " ORDER BY m.destination, m.id LIMIT $7) m "
+         " AND NOT " + behind_timeout(t) + " AND " + session_in_order(t) + " ORDER BY m.destination, m.id LIMIT $7) m "
          "WHERE lane.n > 0 AND lane.destination IS NOT NULL AND lane.destination <> ALL($5::text[]) LIMIT $2";
 }
 
@@ -289,7 +289,7 @@ std::string record_failures(const std::string& t, const std::string& leases) {
          "WHERE m.id = f.id AND m.status = 'pending'" + fence(leases, "m.partition", "$6");
 }
 
-// Only future events count: a due row held back by its session must not make
+// Only future events count: a due row blocked in its session must not make
 // the daemon spin. Backoffs use messages_blocked_idx, schedules messages_scheduled_idx.
 std::string time_to_next_due(const std::string& t) {
   return "SELECT ceil(extract(epoch FROM least("

@@ -9,7 +9,7 @@ namespace outboxd::pg::outbox_sql {
 enum Column {
   kId, kMessageId, kDestination, kSessionId, kWriter, kCorrelationId, kParentMessageId, kOriginatingMessageId,
   kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedAt, kDueAt, kScheduled,
-  kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationRefused, kHeldBack, kColumnCount
+  kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationRefused, kPassedOver, kColumnCount
 };
 
 // The claims return every row's payload size (body and headers as JSON

@@ -104,13 +104,13 @@ struct LargeRows {
 // message: its payload is over the inline limit, and payloads() reads it.
 bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
   return rows.is_null(r, sql::kBody) && rows.int64(r, sql::kPayloadBytes) <= max_payload &&
-         !rows.boolean(r, sql::kHeldBack);
+         !rows.boolean(r, sql::kPassedOver);
 }
 
-// A statement's claimed rows, in its order: the rows, less those held back
-// behind a due timeout or a late commit of their session, which go to
-// `held_back` (id and order key). A row over the limit comes without body and headers: it is
-// returned unsendable. A larger row takes its body and headers from `large`;
+// A statement's claimed rows, in its order: the rows, less those passed over
+// (behind a due timeout or a late commit of their session), which go to
+// `passed_over` (id and order key). A row over the limit comes without body
+// and headers: it is returned unsendable. A larger row takes its body and headers from `large`;
 // one that payloads() found changed since (no longer pending) is left out,
 // and one past the byte budget ends the set: it and the rows after it are
 // left for the next claim. The result is taken and freed once decoded:
@@ -133,8 +133,8 @@ core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& la
     }
     ++set.read;
     set.last_id = id;
-    if (rows.boolean(r, sql::kHeldBack)) {
-      set.held_back.push_back(
+    if (rows.boolean(r, sql::kPassedOver)) {
+      set.passed_over.push_back(
           {id, core::order_key(rows.optional_text(r, sql::kWriter), rows.text(r, sql::kSessionId))});
       continue;
     }

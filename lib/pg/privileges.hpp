@@ -8,7 +8,7 @@
 namespace outboxd::pg {
 
 // The fix for a statement of the daemon or the CLI that `connection` ran and
-// PostgreSQL refused (ErrorKind::forbidden), asked of that session: the GRANT
+// PostgreSQL refused (ErrorKind::forbidden), asked of that connection: the GRANT
 // of <schema>_dispatcher to its login role, or, when the role holds it
 // already, that the group role's grants are older than this outboxd (run
 // `outboxd migrate`). Never fails: without an answer it names the GRANT for

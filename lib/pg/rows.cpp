@@ -20,7 +20,7 @@ std::optional<std::int64_t> binary_integer(std::string_view bytes) {
 
 }  // namespace
 
-void Rows::Release::operator()(void* result) const { PQclear(static_cast<PGresult*>(result)); }
+void Rows::Clear::operator()(void* result) const { PQclear(static_cast<PGresult*>(result)); }
 
 Rows::Rows() = default;
 Rows::Rows(void* result) : result_(result) {}

@@ -54,7 +54,7 @@ bool matches(std::string_view sqlstate, std::string_view prefix) {
 
 // libpq could not allocate memory ("out of memory", "out of memory for
 // query result"): a result too large for this process, not a bug. The
-// session's state is uncertain afterwards, so it is dropped like a lost one:
+// connection's state is uncertain afterwards, so it is dropped like a lost one:
 // reconnect after a backoff and claim again.
 bool out_of_memory(std::string_view sqlstate, std::string_view message) {
   return sqlstate.empty() && message.find("out of memory") != std::string_view::npos;
@@ -70,7 +70,7 @@ core::ErrorKind classify(std::string_view sqlstate) {
   return ErrorKind::fatal;
 }
 
-bool ends_session(std::string_view sqlstate) {
+bool ends_connection(std::string_view sqlstate) {
   return matches(sqlstate, "08") || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P05" ||
          sqlstate == "25P03";
 }
@@ -79,7 +79,7 @@ Failure make_failure(std::string_view sqlstate, std::string message, bool connec
                      bool commit_in_flight) {
   Failure failure;
   failure.sqlstate = std::string(sqlstate);
-  failure.connection_lost = connection_lost || ends_session(sqlstate) || out_of_memory(sqlstate, message);
+  failure.connection_lost = connection_lost || ends_connection(sqlstate) || out_of_memory(sqlstate, message);
   if (failure.connection_lost) {
     failure.kind = ErrorKind::transient;
   } else if (sqlstate.empty()) {
@@ -87,8 +87,8 @@ Failure make_failure(std::string_view sqlstate, std::string message, bool connec
   } else {
     failure.kind = classify(sqlstate);
   }
-  // A definite error from a live session means the statement did not commit.
-  // Only a broken session (or the server saying so) leaves the outcome open.
+  // A definite error from a live connection means the statement did not commit.
+  // Only a broken connection (or the server saying so) leaves the outcome open.
   failure.outcome_unknown = commit_in_flight && (failure.connection_lost || sqlstate == "40003");
   failure.message = std::move(message);
   if (failure.outcome_unknown) failure.message += " (outcome unknown: the statement may have committed)";

@@ -13,15 +13,15 @@ namespace outboxd::pg {
 // connection was lost: transient.
 core::ErrorKind classify(std::string_view sqlstate);
 
-// True for codes after which the server closes the session (class 08,
+// True for codes after which the server closes the connection (class 08,
 // admin/crash shutdown, idle timeouts): the connection must be reset.
-bool ends_session(std::string_view sqlstate);
+bool ends_connection(std::string_view sqlstate);
 
 // Everything known about one failed statement or connection attempt.
 struct Failure {
   core::ErrorKind kind = core::ErrorKind::fatal;
   std::string sqlstate;          // empty when libpq produced the error itself
-  bool connection_lost = false;  // the session is gone; reset() before the next statement
+  bool connection_lost = false;  // the connection is gone; reset() before the next statement
   // The statement could have committed (a COMMIT, or a statement run in
   // autocommit) when the connection broke: the server may or may not have
   // applied it. Callers must not treat it as failed; re-run only what is idempotent.

@@ -49,14 +49,14 @@ def first_arrival_violations(arrivals):
     return violations
 
 
-def held_back(log):
+def not_sent(log):
     """Rows the daemon's AMQP thread did not send because the lease fence had passed."""
     return sum(int(m.group(1)) for m in re.finditer(r"(\d+) rows? not sent: the lease fencing deadline", log))
 
 
 def audit_leases(database):
     """Logs every change of a lease's owner, with the old expiry, in the database's own clock:
-    sampling could miss a release between two looks, the trigger misses nothing."""
+    sampling could miss a hand-back between two looks, the trigger misses nothing."""
     with database.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE public.lease_changes (partition int, old_owner text, old_expires timestamptz, "
                     "new_owner text, epoch bigint, at timestamptz)")
@@ -145,7 +145,7 @@ def test_sigstop_past_the_lease_then_sigcont_publishes_and_marks_nothing_it_lost
     sessions = 100
     # a's broker stops granting credit just before the pause and grants it again during
     # the pause, so a resumes with deliveries queued in its AMQP client and credit to send
-    # them: exactly what its fencing deadline must hold back.
+    # them: exactly what its fencing deadline must stop.
     control = f"{workdir}/peer-a.control"
     peer_a, peer_b = Peer(workdir, "--credit", "20", "--control", control), Peer(workdir)
     audit_leases(database)
@@ -212,11 +212,11 @@ def test_sigstop_past_the_lease_then_sigcont_publishes_and_marks_nothing_it_lost
         (d["group"], int(d["body"])) for d in sorted(by_a + by_b, key=lambda d: d["t"]) if d["outcome"] == "accepted")
     print(f"instances sigstop: pauses=1 paused_s={resumed_at - stopped_at:.1f} rows={written[0]} lost={len(lost)} "
           f"order_violations={violations} duplicates={sum(delivered.values()) - len(delivered)} "
-          f"published_without_lease={len(late)} held_back={held_back(a.log())} marked_after_loss={len(marked_not_by_b)} "
+          f"published_without_lease={len(late)} not_sent={not_sent(a.log())} marked_after_loss={len(marked_not_by_b)} "
           f"regained_after_s={regained_at - resumed_at:.1f}")
     assert not lost
     assert not late, f"a published {len(late)} rows after resuming without leases, e.g. {late[:3]}"
-    assert "not sent: the lease fencing deadline passed" in a.log(), "a had nothing queued to hold back"
+    assert "not sent: the lease fencing deadline passed" in a.log(), "a had nothing queued to stop"
     assert not marked_not_by_b, f"rows marked while a held no lease, not published by b: {marked_not_by_b[:5]}"
     assert violations == 0
     assert not overlaps, f"partitions taken before the old lease expired: {overlaps[:5]}"
@@ -350,7 +350,7 @@ def test_rows_change_only_by_the_unexpired_lease_owner_of_their_partition(workdi
 
 
 def test_instances_joining_mid_drain_take_their_share_without_duplicates(workdir, database, rabbitmq):
-    # docs/design.md: surplus partitions are drained, then released, so a scale-up hands them over
+    # docs/design.md: surplus partitions are drained, then handed back, so a scale-up hands them over
     # without duplicates.
     rows, sessions = 20000, 200
     queue = unique("instances-scaleup")

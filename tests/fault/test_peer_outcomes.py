@@ -211,7 +211,7 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
     assert samples["outboxd_claim_duration_seconds_count"] >= 1
     assert samples["outboxd_mark_duration_seconds_count"] >= 1
     # Without database.wait_for_standby no claim waits and none is held.
-    assert samples["outboxd_standby_wait_seconds_count"] == 0 and samples["outboxd_standby_held_rows"] == 0
+    assert samples["outboxd_standby_wait_seconds_count"] == 0 and samples["outboxd_standby_waiting_rows"] == 0
     # A row published more than once is observed each time; only accepted ones reach until="accept".
     assert samples['outboxd_dispatch_delay_seconds_count{until="publish"}'] == 7
     assert samples['outboxd_dispatch_delay_seconds_count{until="accept"}'] == 3

@@ -89,7 +89,7 @@ def test_a_failover_after_replication_fell_behind(workdir, rabbitmq, servers, wa
                    what="the writer committing on the new primary")
         if wait_for_standby != "none":
             # The new primary has no standby yet: nothing of it is published, and /metrics says so.
-            wait_until(lambda: metric(metrics_port, "outboxd_standby_held_rows") > 0, timeout=30,
+            wait_until(lambda: metric(metrics_port, "outboxd_standby_waiting_rows") > 0, timeout=30,
                        what="rows held while the new primary has no standby")
             status = run_cli("status", "-c", path).stdout
             assert "standby standby: does not report; outboxd publishes nothing" in status, status

@@ -87,7 +87,7 @@ def test_a_server_that_refuses_connections_is_waited_for(workdir, cluster):
 
 
 def test_a_server_shutting_down_is_waited_for(workdir, cluster):
-    # A smart shutdown waits for the open session and meanwhile refuses new ones with 57P03.
+    # A smart shutdown waits for the open connection and meanwhile refuses new ones with 57P03.
     held = psycopg2.connect(cluster.url())
     stopping = cluster.stop("smart", wait=False)
     try:

@@ -218,7 +218,7 @@ def test_overdue_timeouts_many_batches_long_go_out_without_waiting_for_the_poll(
     assert len(received) == rows, "timeouts beyond the first claims waited for the poll"
 
 
-def test_a_row_held_back_behind_a_timeout_goes_out_when_the_timeout_is_marked_not_after_the_backlog(
+def test_a_row_behind_a_timeout_goes_out_when_the_timeout_is_marked_not_after_the_backlog(
         workdir, database, broker):
     """An immediate row whose session has an earlier timeout that is due: the claim passes over it
     until the timeout is marked, and then it goes out at once, not when the pass over a backlog of
@@ -233,12 +233,12 @@ def test_a_row_held_back_behind_a_timeout_goes_out_when_the_timeout_is_marked_no
         enqueue(cur, queue, "after-timeout", b"1", session_id="held")
         for i in range(backlog):
             enqueue(cur, queue, f"backlog-{i}", f"{i // sessions}".encode(), session_id=f"b{i % sessions}")
-    time.sleep(0.3)  # the timeout is due: "after-timeout" is held back behind it
+    time.sleep(0.3)  # the timeout is due: "after-timeout" is behind it
     received = receive_from_new_daemon(config, consumer, backlog + 2, timeout=30)
     assert len(received) == backlog + 2
     assert_session_order(received)
     timeout, held = [i for i, m in enumerate(received) if m.group_id == "held"]
-    assert held - timeout < 100, f"the held-back row arrived {held - timeout} messages after its timeout"
+    assert held - timeout < 100, f"the row behind the timeout arrived {held - timeout} messages after its timeout"
 
 
 def test_retention_keep_purges_dispatched_rows_after_keep_for_and_never_a_row_not_dispatched(workdir, database):

@@ -1,4 +1,4 @@
-"""Isolation between destinations: a backlog in one holds back no row of another (RabbitMQ, least-privilege roles)."""
+"""Isolation between destinations: a backlog in one stalls no row of another (RabbitMQ, least-privilege roles)."""
 
 import time
 

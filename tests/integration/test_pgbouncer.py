@@ -2,7 +2,7 @@
 
 scripts/services.sh runs PgBouncer in front of the test cluster in both pool modes, with pools
 of 2 server connections per database and role, so the daemons and the writers here share them:
-a statement prepared in one client's session, or a setting left in one, would meet the others.
+a statement prepared in one client's server connection, or a setting left in one, would meet the others.
 The daemon's database.url is the harness's own with PgBouncer's host and port; its LISTEN
 connection (database.listen_url) is that same URL, straight to PostgreSQL.
 """
@@ -46,7 +46,7 @@ def pooled_config(workdir, database, broker, mode, name="outboxd", listen=True, 
 
 
 def writer(database, mode="transaction"):
-    """An application session through PgBouncer, sharing its server connections with the daemons."""
+    """An application connection through PgBouncer, sharing its server connections with the daemons."""
     import psycopg2
     conn = psycopg2.connect(pooler_url(getattr(database, "writer_url", database.url), mode))
     conn.autocommit = True
@@ -63,7 +63,7 @@ def owners(database):
 
 
 def assert_clean(daemon):
-    """Stops the daemon; it must exit 0 having never lost its database session to an error."""
+    """Stops the daemon; it must exit 0 having never lost its database connection to an error."""
     code = daemon.stop()
     log = daemon.log()
     assert code == 0, log[-3000:]
@@ -208,7 +208,7 @@ def test_session_pooler_dispatches_and_wakes_on_notify(workdir, database, rabbit
     daemon = Daemon(pooled_config(workdir, database, rabbitmq, "session",
                                   dispatch={"poll_interval_ms": 60000})).start()
     try:
-        time.sleep(1.0)  # idle: only NOTIFY, on the pooled session itself, can wake it before the poll
+        time.sleep(1.0)  # idle: only NOTIFY, on the pooled connection itself, can wake it before the poll
         with writer(database, "session") as conn, conn.cursor() as cur:
             for i in range(20):
                 enqueue(cur, queue, f"m{i}", str(i).encode(), session_id="s")
@@ -279,5 +279,5 @@ def test_a_listen_the_pooler_drops_is_reported_and_polled_for(workdir, database,
         with open(f"{directory}/pgbouncer.pid") as f:
             os.kill(int(f.read()), signal.SIGTERM)
     assert code == 0, daemon.log()
-    assert "did not reach this session" in daemon.log() and "set `database.pooler: transaction`" in daemon.log(), \
+    assert "did not reach this connection" in daemon.log() and "set `database.pooler: transaction`" in daemon.log(), \
         daemon.log()

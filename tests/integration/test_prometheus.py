@@ -124,7 +124,7 @@ def until(prometheus, expr, predicate, what):
 
 
 def write_backlog(database, blocked, later):
-    """A parked row holding back five due rows of its session in `blocked`, three rows an hour ahead in `later`."""
+    """A parked row blocking five due rows of its session in `blocked`, three rows an hour ahead in `later`."""
     with database.writer() as conn, conn.cursor() as cur:
         enqueue(cur, blocked, "parked-0", b"p", session_id="s", due_at=FAR)
         cur.execute("SELECT now() + interval '1 hour'")
@@ -177,7 +177,7 @@ def test_backlog_series_form_in_prometheus_and_fall_to_zero_as_rows_drain(workdi
 def test_backlog_series_go_to_the_destinations_owing_most_rows_not_to_names_sorting_first(workdir, database,
                                                                                          broker):
     """Writers choose destination names: 21 destinations of one parked row, named to sort first, must not push out
-    one with 500 due rows held back behind a parked row; the truncation gauge counts the destinations left out."""
+    one with 500 due rows blocked behind a parked row; the truncation gauge counts the destinations left out."""
     big = unique("orders")
     small = [f"!a{i:02}" for i in range(1, 22)]
     with database.writer() as conn, conn.cursor() as cur:

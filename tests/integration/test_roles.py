@@ -96,7 +96,7 @@ def test_a_parked_row_holds_back_only_its_writers_rows_when_another_writer_share
         assert [(r["message_id"], r["writer"], r["waiting_behind"]) for r in parked] == [("a-1", app_a, 1)], parked
 
         # Each writer sees its own rows only (docs/sql.md, Roles): B cannot cancel or move A's rows, and
-        # A cannot touch B's; A's held-back row is due already, so it is A's to wait for, not to cancel.
+        # A cannot touch B's; A's row behind the timeout is due already, so it is A's to wait for, not to cancel.
         with database.writer(role=app_b) as b, b.cursor() as cur:
             assert one(cur, "SELECT outbox.cancel('a-2')") is False
             assert one(cur, "SELECT outbox.reschedule('a-2', now())") is None, "another writer's row: unknown"

@@ -85,7 +85,7 @@ systemd_unit_agrees() {
     bad=1
   fi
   if ((stop * 1000 < shutdown + 10000)); then
-    echo "TimeoutStopSec=$stop leaves shutdown_timeout_ms $shutdown less than 10 s to release leases and close"
+    echo "TimeoutStopSec=$stop leaves shutdown_timeout_ms $shutdown less than 10 s to hand back leases and close"
     bad=1
   fi
   return "$bad"

@@ -1,9 +1,9 @@
--- Privileges of outbox_writer and outbox_dispatcher, each tried in a fresh session of a login role holding only it.
+-- Privileges of outbox_writer and outbox_dispatcher, each tried in a fresh connection of a login role holding only it.
 --
--- Not SET ROLE inside this superuser session: a plan cached here (with inlined
+-- Not SET ROLE inside this superuser connection: a plan cached here (with inlined
 -- helpers, or a CHECK already planned as a superuser) would hide a missing
 -- grant, as it hid that the dispatcher could not run the row CHECK's text_ok()
--- before 008. sqltest.try_as_member() opens a new session of run.sh's login role
+-- before 008. sqltest.try_as_member() opens a new connection of run.sh's login role
 -- for every statement; what it runs commits (this file has its own database),
 -- so there is no transaction around the file.
 SET search_path = public;

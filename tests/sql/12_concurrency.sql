@@ -1,15 +1,15 @@
 -- Real concurrency through dblink: optimistic saves, duplicate deliveries, racing enqueues, cancel against a claim.
 --
--- Connections a and b are two application sessions; each step commits for
+-- Connections a and b are two application connections; each step commits for
 -- real, in this test's own database. A statement that must wait for the other
--- session is sent asynchronously, and the test checks that it is blocked
--- before letting the other session commit.
+-- connection is sent asynchronously, and the test checks that it is blocked
+-- before letting the other connection commit.
 BEGIN;
 SET search_path = public;
 SELECT plan(34);
 
-SELECT is(dblink_connect('a', sqltest.conninfo()), 'OK', 'session a connected');
-SELECT is(dblink_connect('b', sqltest.conninfo()), 'OK', 'session b connected');
+SELECT is(dblink_connect('a', sqltest.conninfo()), 'OK', 'connection a connected');
+SELECT is(dblink_connect('b', sqltest.conninfo()), 'OK', 'connection b connected');
 SELECT pid AS b_pid FROM dblink('b', 'SELECT pg_backend_pid()') AS t(pid int) \gset
 
 -- Runs command on conn; the result is discarded.

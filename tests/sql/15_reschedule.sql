@@ -61,8 +61,8 @@ SELECT is(sqltest.try_as('outbox_dispatcher', $$SELECT outbox.reschedule('a-t1',
 
 -- Against the claim ----------------------------------------------------------------
 
-SELECT is(dblink_connect('a', sqltest.conninfo()), 'OK', 'session a (the claim) connected');
-SELECT is(dblink_connect('b', sqltest.conninfo()), 'OK', 'session b (the application) connected');
+SELECT is(dblink_connect('a', sqltest.conninfo()), 'OK', 'connection a (the claim) connected');
+SELECT is(dblink_connect('b', sqltest.conninfo()), 'OK', 'connection b (the application) connected');
 SELECT pid AS b_pid FROM dblink('b', 'SELECT pg_backend_pid()') AS t(pid int) \gset
 SELECT v AS r FROM dblink('a', $$SELECT outbox.enqueue('timeouts', 'race-1', 'x',
                                       due_at => clock_timestamp() + interval '300 milliseconds')$$) AS t(v bigint) \gset

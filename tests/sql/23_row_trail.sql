@@ -1,6 +1,6 @@
 -- 022_row_trail: what the dispatcher may change and delete, the events the database writes itself, fire_scheduled(), replay's NULL dry_run and the purge's cutoff.
 --
--- Each statement runs in a fresh session of run.sh's login role holding only
+-- Each statement runs in a fresh connection of run.sh's login role holding only
 -- its group role (sqltest.try_as_member), as deployed; what it runs commits
 -- (this file has its own database), so there is no transaction around the file.
 SET search_path = public;

@@ -66,7 +66,7 @@ class Consumer final : public proton::messaging_handler {
   }
   void on_receiver_error(proton::receiver&) override {}
   void on_session_close(proton::session& session) override {
-    finish("session ended: " + session.error().what());
+    finish("AMQP session ended: " + session.error().what());
   }
   void on_session_error(proton::session&) override {}
   void on_connection_error(proton::connection&) override {}

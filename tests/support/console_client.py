@@ -54,7 +54,7 @@ class Console:
         return result
 
     def login(self, name="alice"):
-        """A browser session: (cookie header value, the CSRF token of its forms)."""
+        """A browser login: (cookie header value, the CSRF token of its forms)."""
         status, headers, _ = self.request("POST", "/login", form={"token": TOKEN, "name": name})
         assert status == 303, status
         cookie = headers["set-cookie"].split(";")[0]

@@ -200,7 +200,7 @@ class Database:
         run_cli("migrate", "-c", path)
 
     def connect(self, autocommit=True):
-        """A superuser session: set-up and assertions."""
+        """A superuser connection: set-up and assertions."""
         conn = psycopg2.connect(self.superuser_url)
         conn.autocommit = autocommit
         return conn
@@ -213,7 +213,7 @@ class Database:
         return role
 
     def writer(self, autocommit=True, role=None):
-        """A session of the writer login role (or of `role`, from add_writer()), as an application has."""
+        """A connection of the writer login role (or of `role`, from add_writer()), as an application has."""
         conn = psycopg2.connect(self.writer_url if role is None else self._url(role))
         conn.autocommit = autocommit
         return conn

@@ -95,7 +95,7 @@ class Cluster:
         return self
 
     def stop(self, mode="fast", wait=True):
-        """pg_ctl stop; without wait, returns the pg_ctl process (a smart stop waits for open sessions)."""
+        """pg_ctl stop; without wait, returns the pg_ctl process (a smart stop waits for open connections)."""
         args = ["runuser", "-u", "postgres", "--", f"{self.bin}/pg_ctl", "stop", "-D", self.data, "-m", mode]
         if not wait:
             return subprocess.Popen([*args, "-W"], cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

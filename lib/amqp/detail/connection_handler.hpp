@@ -93,7 +93,7 @@ class ConnectionHandler final : public proton::messaging_handler {
   bool is_current(const proton::connection& connection) const;
   const BrokerNode& node() const { return settings_.nodes[rotation_.current()]; }
   // Ends the current connection (closing it with `reason` if it is still
-  // open), answers every message it held with `unknown`, then reconnects
+  // open), answers every message it still has with `unknown`, then reconnects
   // after the backoff or, when stopping, stops the container.
   void connection_lost(const std::string& reason, bool close_it);
   void stop_container();

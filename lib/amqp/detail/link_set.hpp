@@ -22,9 +22,9 @@
 namespace outboxd::amqp {
 
 // Lives on the container thread. One sender link per destination, opened on
-// first use, each on a session of its own: RabbitMQ answers a failed queue
+// first use, each on an AMQP session of its own: RabbitMQ answers a failed queue
 // declaration (a durable target for an existing non-durable queue, say) by
-// ending the session, which must not take other destinations' deliveries
+// ending the AMQP session, which must not take other destinations' deliveries
 // along. A message waits in its link's queue until the link has credit.
 // Every delivery gets a tag from one 64-bit counter that is never reset, so
 // tags are unique across links and connections: Proton's own numbering
@@ -53,11 +53,11 @@ class LinkSet {
   void queue_delivery(proton::connection& connection, const std::string& destination, const Target& target,
                       Pending pending);
 
-  // The peer attached `sender`: its destination is cleared, and links held
-  // back while it was being attached may be attached now.
+  // The peer attached `sender`: its destination is cleared, and links kept
+  // waiting while it was being attached may be attached now.
   void on_open(const proton::sender& sender, SteadyTime now);
 
-  // Attaches the links held back that may be attached now (after a link
+  // Attaches the links waiting that may be attached now (after a link
   // opened or closed), and sends what may be sent.
   void resume(proton::connection& connection, SteadyTime now);
 
@@ -72,7 +72,7 @@ class LinkSet {
   // unknown; its queued messages become rejected when the peer refused the
   // destination (`refused`), unknown otherwise.
   void link_closed(const proton::sender& sender, const std::string& reason, bool refused);
-  // The peer ended the session of a link: the same as closing that link.
+  // The peer ended the AMQP session of a link: the same as closing that link.
   void session_closed(const proton::session& session, const std::string& reason, bool refused);
 
   // The connection is gone: everything queued or in flight becomes
@@ -100,7 +100,7 @@ class LinkSet {
     std::string name;
     std::string address;
     Target target;
-    bool attached = false;  // attach sent (false: held back by the suspects)
+    bool attached = false;  // attach sent (false: kept waiting by the suspects)
     bool opening = false;   // attach sent, not yet answered
     proton::session session;
     proton::sender sender;

@@ -1,5 +1,5 @@
 // Connection against a real server: settings, parameters, error kinds, prepared statements, reconnects, a silent server.
-// The superuser's sessions: these test the libpq adapter, not what a role may do.
+// The superuser's connections: these test the libpq adapter, not what a role may do.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -18,7 +18,7 @@ using namespace outboxd;
 using namespace outboxd::pg;
 using namespace outboxd::pg::testing;
 
-TEST_CASE("open sets application_name and statement_timeout for the session", "[pg][connection]") {
+TEST_CASE("open sets application_name and statement_timeout for the connection", "[pg][connection]") {
   ScratchDatabase db;
   config::DatabaseConfig config = db.config();
   config.statement_timeout = std::chrono::milliseconds(1234);
@@ -136,7 +136,7 @@ TEST_CASE("errors carry SQLSTATE, message and detail, and the classifier's kind"
   CHECK(connection.ok());
 }
 
-TEST_CASE("prepared statements are prepared once per session, again after a reconnect", "[pg][connection]") {
+TEST_CASE("prepared statements are prepared once per connection, again after a reconnect", "[pg][connection]") {
   ScratchDatabase db;
   Connection connection = db.connect();
   connection.define("double", "SELECT $1::int * 2");
@@ -264,7 +264,7 @@ TEST_CASE("a pipeline runs its statements in one transaction and reports the fir
   REQUIRE(same_now.ok());
   CHECK(same_now.value()[0].text(0, 0) == same_now.value()[2].text(0, 0));
 
-  SECTION("a failing statement rolls back the ones before it; the session goes on") {
+  SECTION("a failing statement rolls back the ones before it; the connection goes on") {
     auto failed = connection.exec_prepared_pipeline({{"insert", {"3"}}, {"insert", {"1"}}, {"insert", {"4"}}});
     REQUIRE_FALSE(failed.ok());
     CHECK(connection.last_failure().sqlstate == "23505");
@@ -298,11 +298,11 @@ TEST_CASE("a pipeline runs its statements in one transaction and reports the fir
   }
 }
 
-TEST_CASE("a statement name prepared already on the server session says to set database.pooler", "[pg][connection]") {
+TEST_CASE("a statement name prepared already on the server connection says to set database.pooler", "[pg][connection]") {
   ScratchDatabase db;
   Connection connection = db.connect();
   // What a pooler in transaction mode does to a daemon configured without it:
-  // the server session it lends holds another client's statements.
+  // the server connection it lends holds another client's statements.
   must(connection, "PREPARE \"outboxd.outbox.claim_immediate\" AS SELECT 1");
   auto prepared = connection.prepare("outboxd.outbox.claim_immediate", "SELECT 2");
   REQUIRE_FALSE(prepared.ok());
@@ -313,7 +313,7 @@ TEST_CASE("a statement name prepared already on the server session says to set d
 // A stopped backend answers nothing while the kernel keeps its TCP connection
 // up, as a half-open link through a proxy does: statement_timeout cannot fire,
 // only the client's own wait ends it.
-TEST_CASE("a session whose server stops answering is given up after statement_timeout + connect_timeout",
+TEST_CASE("a connection whose server stops answering is given up after statement_timeout + connect_timeout",
           "[pg][connection]") {
   ScratchDatabase db;
   config::DatabaseConfig config = db.config();

@@ -1,4 +1,4 @@
-// LeaseStore: balance() takes, renews and shares partitions for a time; expiry, release, registration.
+// LeaseStore: balance() takes, renews and shares partitions for a time; expiry, hand-back, registration.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -62,7 +62,7 @@ TEST_CASE("one instance takes every partition for the lease time, renews them, a
   CHECK(must(connection, "SELECT count(*) FROM outbox.leases WHERE owner = 'a' AND expires_at > now()").int64(0, 0) == 8);
 }
 
-TEST_CASE("expired or released leases go to the next taker", "[pg][lease]") {
+TEST_CASE("expired or handed back leases go to the next taker", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -84,15 +84,15 @@ TEST_CASE("expired or released leases go to the next taker", "[pg][lease]") {
     CHECK(must(connection, "SELECT string_agg(owner, '' ORDER BY partition) FROM outbox.leases").text(0, 0) ==
           "bbbbaaaa");
   }
-  SECTION("release") {
+  SECTION("hand back") {
     REQUIRE(must_balance(store, "a", milliseconds(15000)).size() == 8);
-    REQUIRE(store.release_all("a").ok());
+    REQUIRE(store.hand_back_all("a").ok());
     CHECK(must(connection, "SELECT count(*) FROM outbox.leases WHERE owner IS NOT NULL").int64(0, 0) == 0);
     REQUIRE(store.deregister("a").ok());  // as at shutdown: b is alone
     REQUIRE(must_balance(store, "b", milliseconds(15000)).size() == 8);
     CHECK(epoch_of(connection, 5) == 2);
     // Back to the first owner: ownership changed again.
-    REQUIRE(store.release_all("b").ok());
+    REQUIRE(store.hand_back_all("b").ok());
     REQUIRE(store.deregister("b").ok());
     REQUIRE(must_balance(store, "a", milliseconds(15000)).size() == 8);
     CHECK(epoch_of(connection, 0) == 3);
@@ -115,7 +115,7 @@ TEST_CASE("instances register, beat with each balance, and deregister", "[pg][le
   CHECK(must(connection, "SELECT count(*) FROM outbox.instances").int64(0, 0) == 0);
 }
 
-TEST_CASE("balance shares partitions among live instances; the surplus drains, then is released", "[pg][lease]") {
+TEST_CASE("balance shares partitions among live instances; the surplus drains, then is handed back", "[pg][lease]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -137,7 +137,7 @@ TEST_CASE("balance shares partitions among live instances; the surplus drains, t
   for (const auto& lease : shared) {
     if (lease.over_share) surplus.push_back(lease.partition);
   }
-  REQUIRE(store.release("a", surplus).ok());
+  REQUIRE(store.hand_back("a", surplus).ok());
   const auto taken = must_balance(store, "b", ttl);
   REQUIRE(taken.size() == 4);
   CHECK(taken[0].partition == 4);

@@ -127,9 +127,9 @@ TEST_CASE("replayed rows are claimed before their session's later rows, even abo
   REQUIRE(claimed.ok());
   std::vector<core::RowId> ids;
   for (const auto& row : claimed.value().rows) ids.push_back(row.id);
-  CHECK(ids == std::vector<core::RowId>{first, other});  // r2 waits for r1; r3 is held back behind them
-  REQUIRE(claimed.value().held_back.size() == 1);
-  CHECK(claimed.value().held_back[0].id == later);
+  CHECK(ids == std::vector<core::RowId>{first, other});  // r2 waits for r1; r3 waits behind a timeout
+  REQUIRE(claimed.value().passed_over.size() == 1);
+  CHECK(claimed.value().passed_over[0].id == later);
 
   must(setup, "UPDATE outbox.messages SET status = 'dispatched', dispatched_at = now() WHERE session_id = 's'");
   auto too_many = admin.replay({{"r1", "r2"}, "", "", {}, {}, 1}, false);

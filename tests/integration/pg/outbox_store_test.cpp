@@ -140,10 +140,10 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   auto all = claim(store, all_partitions(), 10);
   REQUIRE(all.ok());
   CHECK(ids_of(all.value().rows) == Ids{t1, b5, loose});
-  // a3 is read and reported, so that the caller holds back a's later rows in this pass.
-  REQUIRE(all.value().held_back.size() == 1);
-  CHECK(all.value().held_back[0].id == a3);
-  CHECK(all.value().held_back[0].order ==
+  // a3 is read and reported, so that the caller stops a's later rows in this pass.
+  REQUIRE(all.value().passed_over.size() == 1);
+  CHECK(all.value().passed_over[0].id == a3);
+  CHECK(all.value().passed_over[0].order ==
         core::order_key(std::string(must(connection, "SELECT session_user").text(0, 0)), "a"));
   // One row per batch: the immediate batch reads a3 and drops it (a pass
   // moves on past it); the scheduled batch takes t1 though t2 is due first.
@@ -272,7 +272,7 @@ TEST_CASE("claim looks only at the given partitions", "[pg][store]") {
   CHECK(empty.value().rows.empty());
 }
 
-TEST_CASE("a due timeout holds back later rows of its session by its own writer only", "[pg][store]") {
+TEST_CASE("a due timeout stops later rows of its session by its own writer only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -294,14 +294,14 @@ TEST_CASE("a due timeout holds back later rows of its session by its own writer 
   auto claimed = claim(store, all_partitions(), 10);
   REQUIRE(claimed.ok());
   CHECK(ids_of(claimed.value().rows) == Ids{a_timeout, b_row, none_row});
-  REQUIRE(claimed.value().held_back.size() == 1);
-  CHECK(claimed.value().held_back[0].id == a_held);
-  CHECK(claimed.value().held_back[0].order == core::order_key("app_a", "order-42"));
+  REQUIRE(claimed.value().passed_over.size() == 1);
+  CHECK(claimed.value().passed_over[0].id == a_held);
+  CHECK(claimed.value().passed_over[0].order == core::order_key("app_a", "order-42"));
   CHECK(claimed.value().rows[1].writer == "app_b");
   CHECK_FALSE(claimed.value().rows[2].writer.has_value());
 }
 
-TEST_CASE("a parked or backing-off row holds back later rows of its own session only", "[pg][store]") {
+TEST_CASE("a parked or backing-off row blocks later rows of its own session only", "[pg][store]") {
   ScratchDatabase db;
   Connection connection = db.migrated();
   Connection daemon = db.dispatcher();
@@ -367,7 +367,7 @@ TEST_CASE("past the start of a pass a row waits while its session has a late row
   auto flagged = store.claim(all_partitions(), 100, cursor, holding, {}, {});
   REQUIRE(flagged);
   Ids passed_over;
-  for (const auto& row : flagged.value().immediate.held_back) passed_over.push_back(row.id);
+  for (const auto& row : flagged.value().immediate.passed_over) passed_over.push_back(row.id);
   CHECK(passed_over == Ids{next_of_late});
   // The next pass starts from the lowest id: the late row first, its session's next after it.
   CHECK(claim_after(0, {in_flight}) == Ids{late, cursor, next_of_late, next_of_held, free_row, no_session, other_writer});

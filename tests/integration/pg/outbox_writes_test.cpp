@@ -138,7 +138,7 @@ TEST_CASE("time_to_next_due looks at future schedules and backoffs only", "[pg][
 
   insert(connection, {"parked", "s"});
   must(connection, "UPDATE outbox.messages SET status = 'parked'");
-  // Already due but held back by the parked row: must not make the daemon spin.
+  // Already due but blocked by the parked row: must not make the daemon spin.
   insert(connection, {"held", "s", "now() - interval '1 minute'", "now() - interval '1 second'"});
   auto still_nothing = store.time_to_next_due(all_partitions());
   REQUIRE(still_nothing.ok());
@@ -267,7 +267,7 @@ TEST_CASE("open_transactions lists a transaction that has not written yet, not o
   must(elsewhere, "COMMIT");
 }
 
-TEST_CASE("a session in the dispatcher role alone runs every statement of the dispatch loop", "[pg][store][roles]") {
+TEST_CASE("a connection in the dispatcher role alone runs every statement of the dispatch loop", "[pg][store][roles]") {
   ScratchDatabase db;
   Connection setup = db.migrated();
   lease_all(setup);

@@ -1,5 +1,5 @@
-// Connection behind a pooler, checked on the server itself: what a session keeps, and what each transaction sets.
-// The superuser's sessions: these test the libpq adapter behind a pooler, not what a role may do.
+// Connection behind a pooler, checked on the server itself: what a server connection keeps, and what each transaction sets.
+// The superuser's connections: these test the libpq adapter behind a pooler, not what a role may do.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -30,12 +30,12 @@ Connection open_as(const ScratchDatabase& db, config::Pooler pooler, std::chrono
 
 }  // namespace
 
-TEST_CASE("behind a transaction pooler nothing stays in the session and each transaction sets its own timeout",
+TEST_CASE("behind a transaction pooler nothing stays on the server connection and each transaction sets its own timeout",
           "[pg][connection][pooler]") {
   ScratchDatabase db;
   Connection connection = open_as(db, config::Pooler::transaction, std::chrono::milliseconds(1234));
-  // The session itself runs with the server's defaults: the next client of
-  // this server session, behind a real pooler, finds nothing of ours.
+  // The server connection itself runs with the server's defaults: the next client of
+  // this server connection, behind a real pooler, finds nothing of ours.
   CHECK(must(connection, "SHOW statement_timeout").text(0, 0) == "0");
   connection.define("settings", "SELECT current_setting('statement_timeout'), current_setting('jit')");
   auto settings = connection.exec_prepared("settings", {});
@@ -69,7 +69,7 @@ TEST_CASE("behind a transaction pooler nothing stays in the session and each tra
   }
 }
 
-TEST_CASE("behind a session pooler the settings are set after connecting, not in the startup packet",
+TEST_CASE("behind a pooler in session mode the settings are set after connecting, not in the startup packet",
           "[pg][connection][pooler]") {
   ScratchDatabase db;
   Connection connection = open_as(db, config::Pooler::session, std::chrono::milliseconds(4321));
@@ -85,7 +85,7 @@ TEST_CASE("behind a session pooler the settings are set after connecting, not in
   CHECK(must(connection, "SHOW statement_timeout").text(0, 0) == "4321ms");
 }
 
-TEST_CASE("through PgBouncer in transaction mode a pipeline is one transaction on one server session",
+TEST_CASE("through PgBouncer in transaction mode a pipeline is one transaction on one server connection",
           "[pg][connection][pooler]") {
   const char* pooler = std::getenv("OUTBOXD_TEST_PGBOUNCER_TX_URL");
   if (pooler == nullptr || *pooler == '\0') {
@@ -99,7 +99,7 @@ TEST_CASE("through PgBouncer in transaction mode a pipeline is one transaction o
   const std::string url(pooler);  // postgresql://user@host:port/database, from scripts/services.sh
   REQUIRE(config::set_database_url(config, url.substr(0, url.rfind('/') + 1) + db.name()));
   config.pooler = config::Pooler::transaction;
-  // More clients than the pool has server sessions, so that they take turns.
+  // More clients than the pool has server connections, so that they take turns.
   constexpr int kClients = 6;
   constexpr int kPipelines = 150;
   std::atomic<int> failed{0};

@@ -45,7 +45,7 @@ class ScratchDatabase {
 Rows must(Connection& connection, const std::string& sql);
 Rows must(Connection& connection, const std::string& sql, const Params& params);
 
-// Terminates the backend of `victim` from an admin session.
+// Terminates the backend of `victim` from an admin connection.
 void terminate_backend(Connection& victim);
 
 }  // namespace outboxd::pg::testing

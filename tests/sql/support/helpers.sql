@@ -24,8 +24,8 @@ $$;
 -- The login roles run.sh made for this run, each holding only its group role.
 CREATE TABLE sqltest.login_roles (group_role text PRIMARY KEY, login_role text NOT NULL);
 
--- Runs command in a new session of the login role that holds only group_role
--- and returns 'ok' or the SQLSTATE it raised. A fresh session, not SET ROLE
+-- Runs command in a new connection of the login role that holds only group_role
+-- and returns 'ok' or the SQLSTATE it raised. A fresh connection, not SET ROLE
 -- here: nothing planned or cached by a more privileged role can hide a missing
 -- grant. The command commits; if it returns rows, they have one column.
 CREATE FUNCTION sqltest.try_as_member(group_role text, command text)
@@ -151,7 +151,7 @@ BEGIN
 END
 $$;
 
--- Runs command in a fresh session of login role role_name (its own
+-- Runs command in a fresh connection of login role role_name (its own
 -- transaction, committed) and returns 'ok', or the SQLSTATE and message it
 -- raised with the DETAIL if any: 'SQLSTATE: message [detail]'.
 CREATE FUNCTION sqltest.try_login(role_name text, command text)
@@ -177,7 +177,7 @@ BEGIN
 END
 $$;
 
--- The value of query (one row, one column, as text) in a fresh session of login role role_name.
+-- The value of query (one row, one column, as text) in a fresh connection of login role role_name.
 CREATE FUNCTION sqltest.ask_login(role_name text, query text)
 RETURNS text
 LANGUAGE plpgsql

@@ -179,32 +179,32 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     return pg::StandbyPosition{wal, standby_flushed};
   }
 
-  // LeaseStore: grants `held` to the caller at every balance, those in
+  // LeaseStore: grants `leased` to the caller at every balance, those in
   // `over_share` flagged so.
   core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id,
                                                std::chrono::milliseconds) override {
     std::vector<pg::Lease> leases;
-    for (const int partition : held) {
+    for (const int partition : leased) {
       owners[partition] = std::string(instance_id);
       leases.push_back({partition, over_share.contains(partition)});
     }
     return leases;
   }
-  core::Status release(std::string_view instance_id, const std::vector<int>& partitions) override {
+  core::Status hand_back(std::string_view instance_id, const std::vector<int>& partitions) override {
     for (const int partition : partitions) {
-      std::erase(held, partition);
+      std::erase(leased, partition);
       if (leased_by(partition, instance_id)) owners.erase(partition);
-      released.push_back(partition);
+      handed_back.push_back(partition);
     }
     return {};
   }
   // Another instance took `partition`: the next balance no longer grants it.
   void take_over(int partition, std::string other) {
-    std::erase(held, partition);
+    std::erase(leased, partition);
     owners[partition] = std::move(other);
   }
-  core::Status release_all(std::string_view) override {
-    released_all = true;
+  core::Status hand_back_all(std::string_view) override {
+    handed_back_all = true;
     return {};
   }
   core::Status deregister(std::string_view) override {
@@ -223,12 +223,12 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   std::vector<Mark> marks;  // each mark_dispatched() as the loop called it
   std::vector<std::chrono::milliseconds> purged_dispatched;  // keep_for of each purge()
   std::vector<std::chrono::milliseconds> purged_failed;      // keep_for of each purge_failed()
-  std::vector<int> held{0};
+  std::vector<int> leased{0};
   std::map<int, std::string> owners;  // the lease table: each partition's holder
   std::set<int> over_share;
-  std::vector<int> released;  // by release()
+  std::vector<int> handed_back;  // by hand_back()
   bool armed = false;
-  bool released_all = false;
+  bool handed_back_all = false;
   bool deregistered = false;
   int claims = 0;
   std::optional<std::chrono::milliseconds> next_due;  // what a short claim says of the next scheduled row
@@ -261,8 +261,8 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   core::SteadyTime retry_at_{};
 };
 
-// The broker: answers every row sent with answer(row) at once, or holds them
-// all (hold = true) until the test answers.
+// The broker: answers every row sent with answer(row) at once, or keeps them
+// all unanswered (silent = true) until the test answers.
 class FakeBroker final : public Broker {
  public:
   core::Status start() override {
@@ -272,7 +272,7 @@ class FakeBroker final : public Broker {
   void send(std::vector<core::OutboxMessage> rows, core::SteadyTime) override {
     for (auto& row : rows) {
       sent.push_back(row.id);
-      if (hold) held.push_back(row.id);
+      if (silent) unanswered.push_back(row.id);
       else news_.outcomes.push_back({row.id, answer(row), "by the fake broker"});
     }
   }
@@ -281,10 +281,10 @@ class FakeBroker final : public Broker {
   bool plain_over_cleartext() const override { return false; }
   bool has_news() const { return !news_.outcomes.empty() || !news_.connection_events.empty(); }
 
-  // Answers every held row with `outcome`.
-  void answer_held(core::DeliveryOutcome outcome) {
-    for (const auto id : held) news_.outcomes.push_back({id, outcome, "by the test"});
-    held.clear();
+  // Answers every unanswered row with `outcome`.
+  void answer_all(core::DeliveryOutcome outcome) {
+    for (const auto id : unanswered) news_.outcomes.push_back({id, outcome, "by the test"});
+    unanswered.clear();
   }
   std::size_t times_sent(core::RowId id) const {
     return static_cast<std::size_t>(std::count(sent.begin(), sent.end(), id));
@@ -293,9 +293,9 @@ class FakeBroker final : public Broker {
   std::function<core::DeliveryOutcome(const core::OutboxMessage&)> answer = [](const core::OutboxMessage&) {
     return core::DeliveryOutcome::accepted;
   };
-  bool hold = false;
+  bool silent = false;
   std::vector<core::RowId> sent;
-  std::vector<core::RowId> held;
+  std::vector<core::RowId> unanswered;
   bool stopped = false;
 
  private:

@@ -72,17 +72,17 @@ TEST_CASE("Run loop: the byte budgets bound each claim and the rows held and in 
   config.dispatch.claim_bytes = 1000;
   config.dispatch.in_flight_bytes = 1000;
   LoopFixture f(config);
-  f.broker.hold = true;
+  f.broker.silent = true;
   std::vector<core::RowId> ids;
   for (int i = 0; i < 6; ++i) ids.push_back(insert_sized(f.database, "s" + std::to_string(i), 398));  // 400 each
   // One claim reads rows while under 500 bytes: 2 rows; the next, with 200 bytes left, 1 row; then none.
-  REQUIRE(f.turn_until([&] { return f.broker.held.size() == 2; }));
+  REQUIRE(f.turn_until([&] { return f.broker.unanswered.size() == 2; }));
   for (int i = 0; i < 20; ++i) f.loop.iterate();
-  CHECK(f.broker.held.size() == 2);  // a third would take 1200 bytes in flight
+  CHECK(f.broker.unanswered.size() == 2);  // a third would take 1200 bytes in flight
   CHECK(f.database.claims == 2);    // and 1200 bytes held: no more claims
   CHECK(f.database.last_claim_bytes.budget == 100);
-  f.broker.answer_held(core::DeliveryOutcome::accepted);
-  f.broker.hold = false;
+  f.broker.answer_all(core::DeliveryOutcome::accepted);
+  f.broker.silent = false;
   REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
   for (const auto id : ids) CHECK(f.broker.times_sent(id) == 1);
   CHECK(f.stop() == 0);

@@ -33,7 +33,7 @@ TEST_CASE("Run loop: waiting for the standby, no row is published until it has f
   CHECK(f.broker.sent.empty());
   CHECK(f.database.standby_asked == std::optional<std::string>("replica1"));
   const auto& m = f.loop.metrics();
-  CHECK(m.standby_held_rows.value() == 2);
+  CHECK(m.standby_waiting_rows.value() == 2);
   CHECK(m.claimed.value() == 0);  // the row book has not seen them
   CHECK(f.database.claims == 1);  // and no claim runs while one waits
   // Looked at with a growing interval: fewer reads than turns, no more than ten a second.
@@ -43,7 +43,7 @@ TEST_CASE("Run loop: waiting for the standby, no row is published until it has f
   f.database.standby_flushed = f.database.wal;
   REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
   CHECK(f.broker.sent == std::vector<core::RowId>{a, b});
-  CHECK(m.standby_held_rows.value() == 0);
+  CHECK(m.standby_waiting_rows.value() == 0);
   CHECK(m.standby_wait_seconds.count() == 1);
   CHECK(m.standby_wait_seconds.sum() >= waited - 0.2);
   CHECK(f.stop() == 0);
@@ -70,15 +70,15 @@ TEST_CASE("Run loop: without wait_for_standby the standby is never read", "[daem
   CHECK(f.stop() == 0);
 }
 
-TEST_CASE("Run loop: a claim held when the database connection drops is claimed again, and published once",
+TEST_CASE("Run loop: a claim waiting for the standby when the database connection drops is claimed again, and published once",
           "[daemon][run_loop][standby]") {
   LoopFixture f(waiting_for({Mode::any, {}}));
   const auto a = f.database.insert("s");
   turn(f, 5);
-  REQUIRE(f.loop.metrics().standby_held_rows.value() == 1);
+  REQUIRE(f.loop.metrics().standby_waiting_rows.value() == 1);
   f.database.lost(core::Error{core::ErrorKind::transient, "server closed the connection"});
   const auto claims = f.database.claims;
-  turn(f, 20);  // reconnected: the old claim is dropped and the row claimed again, still held
+  turn(f, 20);  // reconnected: the old claim is dropped and the row claimed again, still waiting
   CHECK(f.database.claims > claims);
   CHECK(f.broker.sent.empty());
   f.database.standby_flushed = f.database.wal;

@@ -104,7 +104,7 @@ TEST_CASE("Run loop: a rejected row is retried after its backoff and parked at m
   CHECK(f.stop() == 0);
 }
 
-TEST_CASE("Run loop: a writer's failing row holds back its own rows of the session id, never another writer's",
+TEST_CASE("Run loop: a writer's failing row blocks its own rows of the session id, never another writer's",
           "[daemon][run_loop]") {
   LoopFixture f;
   const auto a1 = f.database.insert("order-42", 0, "app_a");
@@ -141,13 +141,13 @@ TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its mark
   auto config = test_config();
   config.dispatch.in_flight = 2;
   LoopFixture f(config);
-  f.broker.hold = true;
+  f.broker.silent = true;
   for (int i = 0; i < 4; ++i) f.database.insert();
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
-  f.broker.hold = false;
+  f.broker.silent = false;
   f.database.take_over(0, "other-instance");
   REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 0; }));
-  f.broker.answer_held(DeliveryOutcome::accepted);
+  f.broker.answer_all(DeliveryOutcome::accepted);
   REQUIRE(f.turn_until([&] { return f.loop.metrics().accepted.value() == 2; }));
   f.loop.iterate();
   CHECK(f.broker.sent.size() == 2);  // the two buffered rows were never published
@@ -157,18 +157,18 @@ TEST_CASE("Run loop: a lease lost mid-batch drops the buffered rows and its mark
   CHECK(f.all(Status::pending));
   CHECK(f.loop.metrics().buffered.value() == 0);
   CHECK(f.loop.metrics().dispatched.value() == 0);  // accepted, but not marked: not dispatched
-  f.database.held = {0};  // the partition comes back: every row goes out again, none is lost
+  f.database.leased = {0};  // the partition comes back: every row goes out again, none is lost
   REQUIRE(f.turn_until([&] { return f.all(Status::dispatched); }));
   for (const auto& [id, row] : f.database.table) CHECK(f.broker.times_sent(id) == (id <= 2 ? 2 : 1));
   CHECK(f.loop.metrics().dispatched.value() == 4);
   CHECK(f.stop() == 0);
 }
 
-TEST_CASE("Run loop: a partition over the share is released once its rows in flight are marked",
+TEST_CASE("Run loop: a partition over the share is handed back once its rows in flight are marked",
           "[daemon][run_loop]") {
   LoopFixture f;
-  f.database.held = {0, 1};
-  f.broker.hold = true;
+  f.database.leased = {0, 1};
+  f.broker.silent = true;
   const auto kept = f.database.insert(std::nullopt, 0);
   const auto draining = f.database.insert(std::nullopt, 1);
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
@@ -177,13 +177,13 @@ TEST_CASE("Run loop: a partition over the share is released once its rows in fli
   REQUIRE(f.turn_until([&] { return f.loop.metrics().partitions.value() == 1; }));
   const auto later = f.database.insert(std::nullopt, 1);
   for (int i = 0; i < 5; ++i) f.loop.iterate();
-  CHECK(f.database.released.empty());  // its row is still in flight
+  CHECK(f.database.handed_back.empty());  // its row is still in flight
   CHECK(f.broker.times_sent(later) == 0);  // draining: no new rows claimed
-  f.broker.answer_held(DeliveryOutcome::accepted);
-  REQUIRE(f.turn_until([&] { return !f.database.released.empty(); }));
-  CHECK(f.database.released == std::vector<int>{1});
+  f.broker.answer_all(DeliveryOutcome::accepted);
+  REQUIRE(f.turn_until([&] { return !f.database.handed_back.empty(); }));
+  CHECK(f.database.handed_back == std::vector<int>{1});
   CHECK(f.database.status(kept) == Status::dispatched);
-  CHECK(f.database.status(draining) == Status::dispatched);  // marked before the release
+  CHECK(f.database.status(draining) == Status::dispatched);  // marked before the hand-back
   CHECK(f.stop() == 0);
 }
 
@@ -206,28 +206,28 @@ TEST_CASE("Run loop: a database error mid-pipeline reconnects and persists what 
   CHECK(f.stop() == 0);
 }
 
-TEST_CASE("Run loop: SIGTERM waits for outstanding outcomes, persists them and releases the leases",
+TEST_CASE("Run loop: SIGTERM waits for outstanding outcomes, persists them and hands back the leases",
           "[daemon][run_loop]") {
   LoopFixture f;
-  f.broker.hold = true;
+  f.broker.silent = true;
   const auto id = f.database.insert();
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 1; }));
   f.events.signals.push_back(SIGTERM);
   CHECK(f.loop.iterate());  // still waiting for the outcome
-  f.broker.answer_held(DeliveryOutcome::accepted);
+  f.broker.answer_all(DeliveryOutcome::accepted);
   int turns = 0;
   while (f.loop.iterate() && ++turns < 100) {
   }
   CHECK(f.loop.finish() == 0);
   CHECK(f.database.status(id) == Status::dispatched);
-  CHECK(f.database.released_all);
+  CHECK(f.database.handed_back_all);
   CHECK(f.database.deregistered);
   CHECK(f.broker.stopped);
 }
 
 TEST_CASE("Run loop: past shutdown_timeout it exits 0 and leaves unconfirmed rows pending", "[daemon][run_loop]") {
   LoopFixture f;
-  f.broker.hold = true;
+  f.broker.silent = true;
   const auto id = f.database.insert();
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 1; }));
   const auto stopped_at = f.clock.now();
@@ -241,12 +241,12 @@ TEST_CASE("Run loop: a mark refused for a missing privilege ends the loop with e
   auto config = test_config();
   config.dispatch.batch_size = 2;  // the two outcomes make a full batch: marked in the turn they arrive
   LoopFixture f(config);
-  f.broker.hold = true;
+  f.broker.silent = true;
   const auto a = f.database.insert("s");
   const auto b = f.database.insert();
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 2; }));
   f.database.fail_mark = core::Error{core::ErrorKind::forbidden, "permission denied for table messages"};
-  f.broker.answer_held(DeliveryOutcome::accepted);
+  f.broker.answer_all(DeliveryOutcome::accepted);
   const auto c = f.database.insert();
   int turns = 0;
   while (f.loop.iterate() && ++turns < 100) {

@@ -36,7 +36,7 @@ TEST_CASE("A full batch moves the cursor, and after a short one the next claim s
   CHECK(pass.cursor() == 0);
 }
 
-TEST_CASE("A row passed over holds back its session's later rows until the pass ends", "[dispatch][claim_pass]") {
+TEST_CASE("A row passed over stops its session's later rows until the pass ends", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 10);
   pass.pass_over(7, order_key(std::nullopt, "a"));
@@ -53,7 +53,7 @@ TEST_CASE("A row passed over holds back its session's later rows until the pass 
   CHECK_FALSE(pass.passed_over_any());
 }
 
-TEST_CASE("A row passed over holds back its own writer's rows of the session id only", "[dispatch][claim_pass]") {
+TEST_CASE("A row passed over stops its own writer's rows of the session id only", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 10);
   pass.pass_over(5, order_key("app_a", "order-42"));

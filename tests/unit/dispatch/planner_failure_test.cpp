@@ -256,7 +256,7 @@ TEST_CASE("Every releases_per_attempt-th consecutive release counts as an attemp
   check_failure(f.failures()[0], 1, 2, 200ms, "outcome unknown 6 times in a row", false);
 }
 
-TEST_CASE("Rows the fence held back never count as attempts and wait for their lease", "[dispatch][planner][fence]") {
+TEST_CASE("Rows the fence stopped never count as attempts and wait for their lease", "[dispatch][planner][fence]") {
   PlannerFixture f;  // releases_per_attempt 3
   const auto t0 = f.clock.now();
   f.add({row(1, "A", 0, 1), row(2, "A", 0, 1), row(3, "B", 0, 2)});

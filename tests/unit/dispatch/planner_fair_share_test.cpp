@@ -1,4 +1,4 @@
-// Fair share between destinations: a backlog held in memory does not hold back another destination's rows.
+// Fair share between destinations: a backlog buffered in memory does not stall another destination's rows.
 #include <catch2/catch.hpp>
 
 #include "planner_fixture.hpp"

@@ -502,7 +502,7 @@ TEST_CASE("Writers sharing session ids: each writer's rows in order, apart from 
   Simulation({1, false, 1'000'000, 0.0, seed, true}).run();
 }
 
-TEST_CASE("Writers sharing session ids: one writer's parks hold back none of another's rows",
+TEST_CASE("Writers sharing session ids: one writer's parks block none of another's rows",
           "[dispatch][planner][simulation]") {
   const auto seed = GENERATE(12u, 13u);
   Simulation({1, true, 3, 0.01, seed, true}).run();

@@ -26,14 +26,14 @@ core::OutboxMessage timeout(core::RowId id, std::optional<std::string> session =
   return m;
 }
 
-// An immediate set of `rows` as read, held-back rows given as (id, session) after them in id order.
-core::ClaimedSet immediate(std::vector<core::OutboxMessage> rows, std::vector<core::HeldBackRow> held_back = {}) {
+// An immediate set of `rows` as read, rows passed over given as (id, session) after them in id order.
+core::ClaimedSet immediate(std::vector<core::OutboxMessage> rows, std::vector<core::PassedOverRow> passed_over = {}) {
   core::ClaimedSet set;
-  set.read = rows.size() + held_back.size();
+  set.read = rows.size() + passed_over.size();
   for (const auto& row : rows) set.last_id = std::max(set.last_id, row.id);
-  for (const auto& held : held_back) set.last_id = std::max(set.last_id, held.id);
+  for (const auto& over : passed_over) set.last_id = std::max(set.last_id, over.id);
   set.rows = std::move(rows);
-  set.held_back = std::move(held_back);
+  set.passed_over = std::move(passed_over);
   return set;
 }
 
@@ -74,14 +74,14 @@ TEST_CASE("merge_claim: scheduled rows above a full immediate batch wait for the
   CHECK_FALSE(short_claim.more());
 }
 
-TEST_CASE("merge_claim: rows held back count towards a full batch and move the cursor", "[dispatch][row_book]") {
+TEST_CASE("merge_claim: rows behind a timeout count towards a full batch and move the cursor", "[dispatch][row_book]") {
   core::ClaimedSets sets;
   sets.immediate = immediate({message(1)}, {{4, "a"}});
   const auto claim = merge_claim(sets, 2);
   CHECK(claim.immediate_full);
   CHECK(claim.last_immediate_id == 4);
-  REQUIRE(claim.held_back.size() == 1);
-  CHECK(claim.held_back[0].order == "a");
+  REQUIRE(claim.passed_over.size() == 1);
+  CHECK(claim.passed_over[0].order == "a");
   CHECK(ids_of(claim.rows) == Ids{1});
 }
 
@@ -135,7 +135,7 @@ TEST_CASE("RowBook forgets a payload once its outcome is persisted", "[dispatch]
   CHECK_FALSE(f.book.due_since(1).has_value());
 }
 
-TEST_CASE("RowBook: a session's rows behind one held back wait for the next pass", "[dispatch][row_book]") {
+TEST_CASE("RowBook: a session's rows after one behind a timeout wait for the next pass", "[dispatch][row_book]") {
   BookFixture f;
   core::ClaimedSets sets;
   sets.immediate = immediate({message(1), message(6, "a")}, {{4, "a"}});
@@ -146,7 +146,7 @@ TEST_CASE("RowBook: a session's rows behind one held back wait for the next pass
   CHECK(f.book.claim_request(3).after_id == 6);
 }
 
-TEST_CASE("RowBook: a row held back holds back its own writer's rows of the session id, not another's",
+TEST_CASE("RowBook: a row behind a timeout stops its own writer's rows of the session id, not another's",
           "[dispatch][row_book]") {
   BookFixture f;
   auto written_by = [](const char* writer, core::OutboxMessage m) {
@@ -162,7 +162,7 @@ TEST_CASE("RowBook: a row held back holds back its own writer's rows of the sess
   CHECK(f.book.find(7) != nullptr);
 }
 
-TEST_CASE("RowBook: a timeout marked lets a claim find the rows it held back", "[dispatch][row_book]") {
+TEST_CASE("RowBook: a timeout marked lets a claim find the rows behind it", "[dispatch][row_book]") {
   BookFixture f;
   core::ClaimedSets first;
   first.immediate = immediate({message(1)}, {{4, "a"}});

@@ -60,13 +60,13 @@ TEST_CASE("classify does not match a class prefix on malformed codes", "[pg]") {
 }
 
 TEST_CASE("a lost connection during a commit leaves the outcome unknown", "[pg]") {
-  SECTION("a missing privilege on a commit: refused, not unknown, the session lives on") {
+  SECTION("a missing privilege on a commit: refused, not unknown, the connection lives on") {
     const Failure f = make_failure("42501", "permission denied for function text_ok", false, true);
     CHECK(f.kind == ErrorKind::forbidden);
     CHECK_FALSE(f.outcome_unknown);
     CHECK_FALSE(f.connection_lost);
   }
-  SECTION("definite error from a live session: failed, not unknown") {
+  SECTION("definite error from a live connection: failed, not unknown") {
     const Failure f = make_failure("23505", "duplicate", false, true);
     CHECK(f.kind == ErrorKind::rejected);
     CHECK_FALSE(f.outcome_unknown);
@@ -92,7 +92,7 @@ TEST_CASE("a lost connection during a commit leaves the outcome unknown", "[pg]"
   SECTION("the server itself says the completion is unknown") {
     CHECK(make_failure("40003", "statement completion unknown", false, true).outcome_unknown);
   }
-  SECTION("libpq out of memory: the session is dropped and made again, not the run ended") {
+  SECTION("libpq out of memory: the connection is dropped and made again, not the run ended") {
     for (const char* message : {"claiming rows: out of memory for query result", "out of memory"}) {
       const Failure f = make_failure("", message, false, false);
       CHECK(f.kind == ErrorKind::transient);
@@ -102,7 +102,7 @@ TEST_CASE("a lost connection during a commit leaves the outcome unknown", "[pg]"
     CHECK(make_failure("", "out of memory", false, true).outcome_unknown);  // a mark may have committed
     CHECK(make_failure("53200", "out of memory", false, false).kind == ErrorKind::transient);  // the server's
   }
-    SECTION("libpq refusing a call on a live session is a bug, not the weather") {
+    SECTION("libpq refusing a call on a live connection is a bug, not the weather") {
     CHECK(make_failure("", "number of parameters must be between 0 and 65535", false, false).kind ==
           ErrorKind::fatal);
   }

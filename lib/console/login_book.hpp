@@ -12,27 +12,27 @@
 
 namespace outboxd::console {
 
-inline constexpr const char* kSessionCookie = "outboxd_console";
+inline constexpr const char* kLoginCookie = "outboxd_console";
 
 struct Login {
   std::string name;  // as given at login, made safe (at most 64 bytes)
-  std::string csrf;  // the field `csrf` every POST of this session must carry
+  std::string csrf;  // the field `csrf` every POST of this login must carry
 };
 
-// Browser sessions made at login. Ids and CSRF tokens come from
+// Browser logins. Ids and CSRF tokens come from
 // `random_token` (the console passes 32 bytes of getrandom() as hex); a
-// session unused for `idle_limit` is gone; past `max_sessions` the least
+// login unused for `idle_limit` is gone; past `max_logins` the least
 // recently used goes. Thread-safe.
-class LoginSessions {
+class LoginBook {
  public:
   using Clock = std::chrono::steady_clock;
 
-  LoginSessions(std::function<std::string()> random_token, std::chrono::seconds idle_limit,
-                std::size_t max_sessions = 256);
+  LoginBook(std::function<std::string()> random_token, std::chrono::seconds idle_limit,
+            std::size_t max_logins = 256);
 
-  // The new session's id, for the cookie.
+  // The new login's id, for the cookie.
   std::string open(std::string_view name, Clock::time_point now);
-  // The session, its idle time restarted; nullopt for an unknown or expired id.
+  // The login, its idle time restarted; nullopt for an unknown or expired id.
   std::optional<Login> find(std::string_view id, Clock::time_point now);
   void close(std::string_view id);
 
@@ -43,9 +43,9 @@ class LoginSessions {
   };
   std::function<std::string()> random_token_;
   std::chrono::seconds idle_limit_;
-  std::size_t max_sessions_;
+  std::size_t max_logins_;
   std::mutex mutex_;
-  std::map<std::string, Entry, std::less<>> sessions_;
+  std::map<std::string, Entry, std::less<>> logins_;
 };
 
 // Compares in time that depends on the lengths only, so the token cannot be
@@ -58,9 +58,9 @@ std::optional<std::string> cookie_value(std::string_view header, std::string_vie
 // The token of "Bearer <token>" (scheme case-insensitive).
 std::optional<std::string> bearer_token(std::string_view authorization);
 
-// The Set-Cookie value for a session: HttpOnly, SameSite=Strict, Path=/;
+// The Set-Cookie value for a login: HttpOnly, SameSite=Strict, Path=/;
 // `secure` adds Secure (behind a TLS proxy).
-std::string session_cookie(std::string_view id, bool secure);
+std::string login_cookie(std::string_view id, bool secure);
 
 // The name typed at login as it is kept and recorded: safe text, at most 64
 // bytes, surrounding spaces trimmed; nullopt when nothing remains.

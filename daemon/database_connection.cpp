@@ -1,5 +1,5 @@
 // Reconnect-with-backoff around the libpq connection; re-LISTEN after each connect, directly when pooled.
-#include "daemon/database_session.hpp"
+#include "daemon/database_connection.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -9,8 +9,8 @@
 
 namespace outboxd::daemon {
 
-DatabaseSession::DatabaseSession(const config::Config& config, std::string instance_id, const core::Clock& clock,
-                           core::RandomSource& random)
+DatabaseConnection::DatabaseConnection(const config::Config& config, std::string instance_id, const core::Clock& clock,
+                                       core::RandomSource& random)
     : config_(config),
       instance_id_(std::move(instance_id)),
       clock_(clock),
@@ -23,23 +23,23 @@ DatabaseSession::DatabaseSession(const config::Config& config, std::string insta
   }
 }
 
-bool DatabaseSession::notifications() const {
+bool DatabaseConnection::notifications() const {
   if (listen_lost_) return false;
   return config_.database.pooler != config::Pooler::transaction || !config_.database.listen_url.empty();
 }
 
-// A LISTEN stays on the server session that ran it. Behind a pooler in
-// transaction mode that session is another client's between our
+// A LISTEN stays on the server connection that ran it. Behind a pooler in
+// transaction mode that server connection is another client's between our
 // transactions, and no NOTIFY would ever wake the daemon: a NOTIFY sent from a
-// session of its own must come back on ours, or the daemon polls instead.
+// connection of its own must come back on ours, or the daemon polls instead.
 // The check needs a second login: when that fails (a role's CONNECTION LIMIT,
 // a full pool), the LISTEN is trusted, as it is behind no pooler.
-core::Status DatabaseSession::check_listen() {
+core::Status DatabaseConnection::check_listen() {
   auto sender = open_connection();
   auto sent = sender ? sender.value().exec_params("SELECT pg_catalog.pg_notify($1, '')", {store_->channel()})
                      : core::Result<pg::Rows>(sender.error());
   if (!sent) {
-    spdlog::warn("could not check that LISTEN stays on its session (a NOTIFY from a second session: {}); trusting "
+    spdlog::warn("could not check that LISTEN stays on its server connection (a NOTIFY from a second connection: {}); trusting "
                  "it", sent.error().message);
     listen_lost_ = false;
     return {};
@@ -47,8 +47,8 @@ core::Status DatabaseSession::check_listen() {
   auto arrived = connection_->wait_for_notification(kListenCheck);
   if (!arrived) return arrived.error();
   if (!arrived.value() && !listen_lost_) {
-    spdlog::error("a NOTIFY sent to channel {} did not reach this session within {} ms: its LISTEN did not stay "
-                  "(a pooler in transaction mode, e.g. PgBouncer pool_mode = transaction, hands the server session "
+    spdlog::error("a NOTIFY sent to channel {} did not reach this connection within {} ms: its LISTEN did not stay "
+                  "(a pooler in transaction mode, e.g. PgBouncer pool_mode = transaction, hands the server connection "
                   "to other clients); set `database.pooler: transaction` (with `database.listen_url` straight to "
                   "PostgreSQL for wake-ups). Until then new rows are found by polling every {} ms",
                   store_->channel(), kListenCheck.count(), config_.dispatch.poll_interval.count());
@@ -57,10 +57,10 @@ core::Status DatabaseSession::check_listen() {
   return {};
 }
 
-// A transaction pooler hands each transaction to any server session, and a
+// A transaction pooler hands each transaction to any server connection, and a
 // LISTEN would stay behind on one of them: the wake-ups come over a direct
 // connection of their own, or not at all.
-core::Status DatabaseSession::listen() {
+core::Status DatabaseConnection::listen() {
   const config::DatabaseConfig& database = config_.database;
   if (database.pooler != config::Pooler::transaction) {
     if (auto listening = store_->listen(); !listening) return listening;
@@ -88,7 +88,7 @@ core::Status DatabaseSession::listen() {
 // ends the run (exit 1): a restart after `outboxd migrate` succeeds. A schema
 // without schema_migrations was installed by another tool (psql), which keeps
 // its own record: nothing to compare, unless it has no outbox at all.
-core::Status DatabaseSession::check_schema_version() {
+core::Status DatabaseConnection::check_schema_version() {
   auto applied = pg::applied_version(*connection_, config_.outbox.schema);
   if (!applied) return applied.error();
   const int needed = pg::migrations().back().version;
@@ -108,8 +108,8 @@ core::Status DatabaseSession::check_schema_version() {
                          ": run `outboxd migrate` of this version (as the schema's owner) before `outboxd run`"};
 }
 
-core::Status DatabaseSession::ensure_connected() {
-  if (state_ == SessionState::up || clock_.now() < retry_at_) return {};
+core::Status DatabaseConnection::ensure_connected() {
+  if (state_ == ConnectionState::up || clock_.now() < retry_at_) return {};
   auto connection = open_connection();
   login_refused_ = !connection && connection.error().kind == core::ErrorKind::fatal;
   core::Status ready = connection ? core::Status{} : core::Status{connection.error()};
@@ -130,7 +130,7 @@ core::Status DatabaseSession::ensure_connected() {
     return {};
   }
   spdlog::info("database connected ({} attempt{})", failures_ + 1, failures_ == 0 ? "" : "s");
-  state_ = SessionState::up;
+  state_ = ConnectionState::up;
   failures_ = 0;
   fresh_ = true;
   return {};
@@ -138,7 +138,7 @@ core::Status DatabaseSession::ensure_connected() {
 
 // The password file is read at every attempt, so a rotated password is used
 // from the next connection on; an unreadable file fails the attempt (retried).
-core::Result<pg::Connection> DatabaseSession::open_connection() const {
+core::Result<pg::Connection> DatabaseConnection::open_connection() const {
   config::DatabaseConfig database = config_.database;
   if (!database.password_file.empty()) {
     auto password = config::read_secret_file(database.password_file, database.password_file);
@@ -148,16 +148,16 @@ core::Result<pg::Connection> DatabaseSession::open_connection() const {
   return pg::Connection::open(database, "outboxd " + instance_id_);
 }
 
-void DatabaseSession::lost(const core::Error& error) {
+void DatabaseConnection::lost(const core::Error& error) {
   ++failures_;
   const auto delay = backoff_.delay(failures_, random_);
   // A fatal or forbidden error ends the run; the caller logged it, and there is no retry to announce.
   const bool retrying = error.kind != core::ErrorKind::fatal && error.kind != core::ErrorKind::forbidden;
-  if (retrying && (state_ == SessionState::up || failures_ == 1)) {
+  if (retrying && (state_ == ConnectionState::up || failures_ == 1)) {
     spdlog::warn("database unavailable: {}; retrying in {} ms", error.message,
                  std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
   }
-  state_ = SessionState::down;
+  state_ = ConnectionState::down;
   leases_.reset();
   store_.reset();
   listener_.reset();
@@ -165,28 +165,28 @@ void DatabaseSession::lost(const core::Error& error) {
   retry_at_ = clock_.now() + delay;
 }
 
-std::string DatabaseSession::privilege_fix() {
+std::string DatabaseConnection::privilege_fix() {
   if (!connection_) return "";
   return pg::dispatcher_privilege_fix(*connection_, config_.outbox.schema);
 }
 
-bool DatabaseSession::just_connected() {
+bool DatabaseConnection::just_connected() {
   const bool fresh = fresh_;
   fresh_ = false;
   return fresh;
 }
 
-std::optional<core::SteadyTime> DatabaseSession::next_attempt() const {
-  if (state_ == SessionState::up) return std::nullopt;
+std::optional<core::SteadyTime> DatabaseConnection::next_attempt() const {
+  if (state_ == ConnectionState::up) return std::nullopt;
   return retry_at_;
 }
 
-pg::Connection& DatabaseSession::notified_on() { return listener_ ? *listener_ : *connection_; }
+pg::Connection& DatabaseConnection::notified_on() { return listener_ ? *listener_ : *connection_; }
 
-int DatabaseSession::socket() { return state_ == SessionState::up ? notified_on().socket() : -1; }
+int DatabaseConnection::socket() { return state_ == ConnectionState::up ? notified_on().socket() : -1; }
 
-bool DatabaseSession::drain_notifications() {
-  if (state_ != SessionState::up) return false;
+bool DatabaseConnection::drain_notifications() {
+  if (state_ != ConnectionState::up) return false;
   auto notified = notified_on().consume_input_and_notifications();
   if (!notified) {
     lost(notified.error());

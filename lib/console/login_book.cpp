@@ -1,5 +1,5 @@
-// Login sessions with idle expiry, constant-time token comparison, and the parsing of Cookie and Authorization.
-#include "console/login_sessions.hpp"
+// Logins with idle expiry, constant-time token comparison, and the parsing of Cookie and Authorization.
+#include "console/login_book.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -18,38 +18,38 @@ std::string_view trimmed(std::string_view text) {
 
 }  // namespace
 
-LoginSessions::LoginSessions(std::function<std::string()> random_token, std::chrono::seconds idle_limit,
-                             std::size_t max_sessions)
-    : random_token_(std::move(random_token)), idle_limit_(idle_limit), max_sessions_(max_sessions) {}
+LoginBook::LoginBook(std::function<std::string()> random_token, std::chrono::seconds idle_limit,
+                     std::size_t max_logins)
+    : random_token_(std::move(random_token)), idle_limit_(idle_limit), max_logins_(max_logins) {}
 
-std::string LoginSessions::open(std::string_view name, Clock::time_point now) {
+std::string LoginBook::open(std::string_view name, Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  std::erase_if(sessions_, [&](const auto& entry) { return now - entry.second.last_used >= idle_limit_; });
-  while (!sessions_.empty() && sessions_.size() >= max_sessions_) {
-    sessions_.erase(std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
+  std::erase_if(logins_, [&](const auto& entry) { return now - entry.second.last_used >= idle_limit_; });
+  while (!logins_.empty() && logins_.size() >= max_logins_) {
+    logins_.erase(std::min_element(logins_.begin(), logins_.end(), [](const auto& a, const auto& b) {
       return a.second.last_used < b.second.last_used;
     }));
   }
   std::string id = random_token_();
-  sessions_[id] = {{std::string(name), random_token_()}, now};
+  logins_[id] = {{std::string(name), random_token_()}, now};
   return id;
 }
 
-std::optional<Login> LoginSessions::find(std::string_view id, Clock::time_point now) {
+std::optional<Login> LoginBook::find(std::string_view id, Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  const auto found = sessions_.find(id);
-  if (found == sessions_.end()) return std::nullopt;
+  const auto found = logins_.find(id);
+  if (found == logins_.end()) return std::nullopt;
   if (now - found->second.last_used >= idle_limit_) {
-    sessions_.erase(found);
+    logins_.erase(found);
     return std::nullopt;
   }
   found->second.last_used = now;
   return found->second.login;
 }
 
-void LoginSessions::close(std::string_view id) {
+void LoginBook::close(std::string_view id) {
   std::lock_guard lock(mutex_);
-  if (const auto found = sessions_.find(id); found != sessions_.end()) sessions_.erase(found);
+  if (const auto found = logins_.find(id); found != logins_.end()) logins_.erase(found);
 }
 
 bool same_secret(std::string_view given, std::string_view secret) {
@@ -84,8 +84,8 @@ std::optional<std::string> bearer_token(std::string_view authorization) {
   return std::string(token);
 }
 
-std::string session_cookie(std::string_view id, bool secure) {
-  return std::string(kSessionCookie) + "=" + std::string(id) + "; Path=/; HttpOnly; SameSite=Strict" +
+std::string login_cookie(std::string_view id, bool secure) {
+  return std::string(kLoginCookie) + "=" + std::string(id) + "; Path=/; HttpOnly; SameSite=Strict" +
          (secure ? "; Secure" : "");
 }
 

@@ -1,4 +1,4 @@
-// OutboxStore's session concerns: wake-up by NOTIFY only when idle, reconnects, and index use.
+// OutboxStore's connection concerns: wake-up by NOTIFY only when idle, reconnects, and index use.
 #include <catch2/catch.hpp>
 
 #include <poll.h>
@@ -123,7 +123,7 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   CHECK_THAT(mark, Catch::Contains("messages_pkey"));
 }
 
-TEST_CASE("the daemon's session plans each statement once, however often it runs", "[pg][store]") {
+TEST_CASE("the daemon's connection plans each statement once, however often it runs", "[pg][store]") {
   ScratchDatabase db;
   Connection setup = db.migrated();
   insert(setup, {"due", "s"});

@@ -1,4 +1,4 @@
-// The Database port on libpq: the main thread's session, reconnected with backoff, LISTEN (directly when pooled).
+// The Database port on libpq: the main thread's connection, reconnected with backoff, LISTEN (directly when pooled).
 #pragma once
 
 #include <chrono>
@@ -17,14 +17,14 @@
 namespace outboxd::daemon {
 
 // Explicit connection states, checked by the loop (no nested callbacks).
-enum class SessionState { down, up };
+enum class ConnectionState { down, up };
 
 // Also the RowStore and LeaseStore ports: each statement goes to the
 // pg::OutboxStore or pg::LeaseStore of the current connection.
-class DatabaseSession final : public Database, public RowStore, public LeaseStore {
+class DatabaseConnection final : public Database, public RowStore, public LeaseStore {
  public:
-  DatabaseSession(const config::Config& config, std::string instance_id, const core::Clock& clock,
-               core::RandomSource& random);
+  DatabaseConnection(const config::Config& config, std::string instance_id, const core::Clock& clock,
+                     core::RandomSource& random);
 
   // Connects when down and the backoff allows it. A fatal error (bad
   // credentials, schema not migrated) or a missing privilege (forbidden) is
@@ -35,11 +35,11 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   void lost(const core::Error& error) override;
 
   // For a statement refused for a missing privilege (ErrorKind::forbidden):
-  // what to grant, asked of the refused session, so call it before lost().
+  // what to grant, asked of the refused connection, so call it before lost().
   std::string privilege_fix() override;
   bool login_refused() const override { return login_refused_; }
 
-  bool up() const override { return state_ == SessionState::up; }
+  bool up() const override { return state_ == ConnectionState::up; }
   bool just_connected() override;  // true once after each successful (re)connect
   std::optional<core::SteadyTime> next_attempt() const override;
   // Whether NOTIFY can wake the daemon: not behind a transaction pooler
@@ -94,10 +94,10 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   core::Result<std::vector<pg::Lease>> balance(std::string_view instance_id, std::chrono::milliseconds ttl) override {
     return leases_->balance(instance_id, ttl);
   }
-  core::Status release(std::string_view instance_id, const std::vector<int>& partitions) override {
-    return leases_->release(instance_id, partitions);
+  core::Status hand_back(std::string_view instance_id, const std::vector<int>& partitions) override {
+    return leases_->hand_back(instance_id, partitions);
   }
-  core::Status release_all(std::string_view instance_id) override { return leases_->release_all(instance_id); }
+  core::Status hand_back_all(std::string_view instance_id) override { return leases_->hand_back_all(instance_id); }
   core::Status deregister(std::string_view instance_id) override { return leases_->deregister(instance_id); }
 
  private:
@@ -108,12 +108,12 @@ class DatabaseSession final : public Database, public RowStore, public LeaseStor
   const core::Clock& clock_;
   core::RandomSource& random_;
   dispatch::Backoff backoff_;
-  SessionState state_ = SessionState::down;
+  ConnectionState state_ = ConnectionState::down;
   int failures_ = 0;
   bool fresh_ = false;
   bool login_refused_ = false;
   bool listen_lost_ = false;  // check_listen() saw no NOTIFY come back: poll
-  // Ample for a NOTIFY between two sessions of one server; paid only when it never comes.
+  // Ample for a NOTIFY between two connections to one server; paid only when it never comes.
   static constexpr std::chrono::milliseconds kListenCheck{2000};
   core::SteadyTime retry_at_{};
   core::Status listen();

@@ -10,7 +10,8 @@
 
 namespace outboxd::daemon {
 
-struct CommandSession {
+// One run of an operator command: its name, its config and its database connection.
+struct OperatorCommand {
   const char* command;
   config::Config config;
   pg::Connection connection;
@@ -21,7 +22,8 @@ struct CommandSession {
 
 // Loads the config (exit 78 on errors), sets up the stderr logger, connects
 // (exit 1 if it cannot) and returns what `body` returns.
-int with_session(const std::string& path, const char* command, const std::function<int(CommandSession&)>& body);
+int run_operator_command(const std::string& path, const char* command,
+                         const std::function<int(OperatorCommand&)>& body);
 
 // The operating-system user running the command, recorded beside the
 // database role in row_events: $SUDO_USER when run through sudo, else the

@@ -1,5 +1,5 @@
 // Set-up of the operator commands: config, logger, connection; and the OS user they record.
-#include "daemon/command_session.hpp"
+#include "daemon/operator_command.hpp"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -12,16 +12,17 @@
 
 namespace outboxd::daemon {
 
-int CommandSession::failed(const core::Error& error) { return database_failure(command, error, connection, config); }
+int OperatorCommand::failed(const core::Error& error) { return database_failure(command, error, connection, config); }
 
-int with_session(const std::string& path, const char* command, const std::function<int(CommandSession&)>& body) {
+int run_operator_command(const std::string& path, const char* command,
+                         const std::function<int(OperatorCommand&)>& body) {
   auto config = load_config_or_report(path);
   if (!config) return kExitConfig;
   if (!init_logging(*config)) return kExitConfig;
   auto connection = connect_for_command(*config, command);
   if (!connection) return kExitFailure;
-  CommandSession session{command, std::move(*config), std::move(*connection)};
-  return body(session);
+  OperatorCommand run{command, std::move(*config), std::move(*connection)};
+  return body(run);
 }
 
 // row_events.os_user takes 1..128 characters without control characters.
