@@ -11,7 +11,10 @@ SELECT is(sqltest.try_as_member('outbox_writer', $$SELECT wal_position::text FRO
 SELECT is(sqltest.try_as_member('outbox_dispatcher', $$SELECT count(*)::text FROM pg_stat_replication
                                                       WHERE flush_lsn IS NOT NULL$$), 'ok',
   'the dispatcher''s own view of pg_stat_replication is its usual one (the function grants it nothing more)');
-SELECT ok((SELECT wal_position FROM outbox.standby_position(NULL)) >= pg_current_wal_insert_lsn(),
+-- Read in three statements, in order: other sessions may write WAL meanwhile.
+SELECT pg_current_wal_insert_lsn() AS before_call \gset
+SELECT wal_position AS at_call FROM outbox.standby_position(NULL) \gset
+SELECT ok(:'before_call'::pg_lsn <= :'at_call'::pg_lsn AND :'at_call'::pg_lsn <= pg_current_wal_insert_lsn(),
   'wal_position is the insert position, read at the call');
 SELECT is((SELECT flushed FROM outbox.standby_position(NULL)), NULL::pg_lsn,
   'no standby streams from the test cluster: flushed is NULL');
