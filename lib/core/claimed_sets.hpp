@@ -14,7 +14,8 @@
 namespace outboxd::core {
 
 // An immediate row the pass passes over: an earlier row of its session (and
-// writer) is a due timeout still pending. Only its id and order_key() are read.
+// writer) is a due timeout still pending, or is below the pass's cursor,
+// committed after the cursor passed it. Only its id and order_key() are read.
 struct PassedOverRow {
   RowId id = 0;
   std::string order;

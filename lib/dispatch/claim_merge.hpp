@@ -19,8 +19,8 @@ struct Claim {
   bool scheduled_full = false;            // so did the due scheduled batch: more are due
   core::RowId last_immediate_id = 0;      // where the next claim of this pass starts
   // Immediate rows left out because an earlier row of their session is a due
-  // timeout still pending. The pass moves past them, so their sessions'
-  // later rows wait until the next pass finds them.
+  // timeout still pending or a late commit below the cursor. The pass moves
+  // past them, so their sessions' later rows wait until the next pass finds them.
   std::vector<core::PassedOverRow> passed_over;
   std::optional<std::chrono::milliseconds> next_due;  // as of the claim
   // Of a full immediate batch, its destinations (a backlog's): the claim by

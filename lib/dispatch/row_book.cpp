@@ -57,9 +57,9 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   Claimed claimed;
   auto claim = merge_claim(std::move(sets), request.limit, request.lanes.limit);
   claimed.rows = claim.rows.size();
-  // A row behind a due timeout is passed over by this pass; its session's
-  // later rows must wait for the next pass too, or they would overtake it
-  // once the timeout is marked.
+  // A row behind a due timeout or a late commit is passed over by this pass;
+  // its session's later rows must wait for the next pass too, or they would
+  // overtake it once the timeout is marked or the late row claimed.
   for (const auto& over : claim.passed_over) pass_.pass_over(over.id, over.order);
   std::vector<HeldRow> rows;
   rows.reserve(claim.rows.size());

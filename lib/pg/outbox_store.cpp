@@ -108,7 +108,7 @@ bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
 }
 
 // A statement's claimed rows, in its order: the rows, less those passed over
-// (behind a due timeout of their session), which go to
+// (behind a due timeout or a late commit of their session), which go to
 // `passed_over` (id and order key). A row over the limit comes without body
 // and headers: it is returned unsendable. A larger row takes its body and headers from `large`;
 // one that payloads() found changed since (no longer pending) is left out,

@@ -362,6 +362,13 @@ TEST_CASE("past the start of a pass a row waits while its session has a late row
     return ids_of(sets.value().immediate.rows);
   };
   CHECK(claim_after(cursor, {in_flight}) == Ids{next_of_held, free_row, no_session, other_writer});
+  // The late row's session's row comes flagged, for the pass to keep the session's later rows back too.
+  const Ids holding{in_flight};
+  auto flagged = store.claim(all_partitions(), 100, cursor, holding, {}, {});
+  REQUIRE(flagged);
+  Ids passed_over;
+  for (const auto& row : flagged.value().immediate.passed_over) passed_over.push_back(row.id);
+  CHECK(passed_over == Ids{next_of_late});
   // The next pass starts from the lowest id: the late row first, its session's next after it.
   CHECK(claim_after(0, {in_flight}) == Ids{late, cursor, next_of_late, next_of_held, free_row, no_session, other_writer});
   // Once the caller holds the late row, its session's later rows follow it in this pass too.
