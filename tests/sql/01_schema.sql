@@ -133,6 +133,7 @@ SELECT results_eq($$
            ('outbox.purge_received(interval,integer)'),
            ('outbox.purge_row_events(interval,integer)'),
            ('outbox.record_status_change()'),
+           ('outbox.refresh_statistics()'),
            ('outbox.replay(text[],text,text,timestamp with time zone,timestamp with time zone,integer,boolean,text)'),
            ('outbox.requeue_parked(text[],text,boolean,text)'),
            ('outbox.reschedule(text,timestamp with time zone)'),
@@ -142,7 +143,7 @@ SELECT results_eq($$
            ('workflow.purge_processed(interval,integer)'),
            ('workflow.remove(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states() and standby_position(), the purges and remove(), which delete what writers may not, and the triggers that look for an idle instance, record a status change or read what writers may not');
+  'workflow_states(), standby_position() and refresh_statistics(), the purges and remove(), which delete what writers may not, and the triggers that look for an idle instance, record a status change or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
