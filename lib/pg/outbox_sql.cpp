@@ -54,7 +54,7 @@ constexpr bool every_column_named() {
   return true;
 }
 static_assert(every_column_named(), "outbox_sql::Column and kClaimColumns must list the same columns");
-static_assert(kPassedOver == kColumnCount - 1, "passed_over is the claim's last column");
+static_assert(kPassedOver == kColumnCount - 1, "passed_over is the last column every claim has");
 
 // The payload of a row: what reading it costs in memory. octet_length of a
 // stored bytea reads its size, not its value.
@@ -112,24 +112,34 @@ std::string bounded_claim(const std::string& columns_list, const std::string& t,
 // few rows the index range finds. The predicate implies messages_blocked_idx's.
 // While that index is empty, as it mostly is, one look at it per statement
 // (an InitPlan) spares the probe per row, a tenth of the claim's time.
-std::string not_blocked(const std::string& t) {
+//
+// Past the start of a pass (`cursor` > 0, the immediate claim only) a
+// backing-off row below the cursor blocks its session until the pass ends,
+// even once its time has come: the pass has moved past it, and its session's
+// later rows must not go first. Late commits are not the only rows below the
+// cursor that a claim must not overtake (late_commits_possible()).
+std::string not_blocked(const std::string& t, const char* cursor) {
+  const std::string backing_off = cursor == nullptr
+                                      ? std::string("b.next_attempt_at > now()")
+                                      : "b.next_attempt_at IS NOT NULL AND (b.next_attempt_at > now() OR b.id <= " +
+                                            std::string(cursor) + ")";
   return "(m.session_id IS NULL "
          "OR NOT coalesce((SELECT true FROM " + t + " a WHERE a.status = 'parked' "
          "OR (a.status = 'pending' AND a.next_attempt_at IS NOT NULL) LIMIT 1), false) "
          "OR NOT EXISTS ("
          "SELECT 1 FROM " + t + " b WHERE b.session_id = m.session_id AND b.id < m.id "
          "AND b.writer IS NOT DISTINCT FROM m.writer "
-         "AND (b.status = 'parked' OR (b.status = 'pending' AND b.next_attempt_at > now()))))";
+         "AND (b.status = 'parked' OR (b.status = 'pending' AND " + backing_off + "))))";
 }
 
 // The partitions $1, tested per row only when they are not all of them (an
 // InitPlan): a single instance holds every partition, and a linear search of
 // its 64 per row was a twentieth of the claim's time.
-std::string ready(const std::string& s, const std::string& t) {
+std::string ready(const std::string& s, const std::string& t, const char* cursor = nullptr) {
   return "((SELECT cardinality($1::int[]) >= st.partition_count FROM " + s + ".settings st) "
          "OR m.partition = ANY($1::int[])) "
          "AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now()) "
-         "AND " + not_blocked(t);
+         "AND " + not_blocked(t, cursor);
 }
 
 // Rows the caller knows already (in flight, waiting, or accepted and not yet
@@ -155,45 +165,98 @@ std::string fence(const std::string& leases, const char* column, const char* own
          column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + leased + ")))";
 }
 
-// Past the start of a pass ($3 > 0), the sessions (their writers') of the
-// claim's rows `c` that have an immediate pending row at or below the cursor
-// that the caller does not hold ($4 lists every row it holds): a transaction
-// that took its ids before the cursor passed them and committed after. Their
-// rows in the claim come flagged as passed over: they and their session's
-// later rows wait for the next pass, which starts below them. Left out by a
-// filter instead, such rows were published twice by the hundreds when one of
-// three instances stopped and handed its partitions over (fault.instances).
+// Past the start of a pass, the sessions (their writers') of the claim's
+// rows `c` that have an immediate pending row at or below the cursor $3
+// that the caller does not hold ($4 lists every row it holds): a
+// transaction that took its ids before the cursor passed them and committed
+// after. Their rows in the claim come flagged as passed over: they and their
+// session's later rows wait for the next pass, which starts below them. Left
+// out by a filter instead, such rows were published twice by the hundreds
+// when one of three instances stopped and handed its partitions over
+// (fault.instances).
 //
 // Asked once per session of the claim, not once per row, through
 // messages_session_pending_idx: a session's range below the cursor holds
 // the rows of it the caller holds and little else. OFFSET 0 keeps the EXISTS
 // a SubPlan run per session; pulled up into a join, the planner hashed every
 // pending row below the cursor, whatever other partitions and parked
-// sessions left there.
+// sessions left there. Immediacy is tested as `NOT (due_at > created_at)`,
+// which no index predicate matches: written as the indexes of immediate rows
+// state it, a plan made while the outbox looked empty (no statistics yet for
+// a bulk just committed) walked messages_lane_idx over every row below the
+// cursor, once per session: 1.3 s per claim at 200,000 rows.
 std::string late_sessions(const std::string& t) {
   return "SELECT s.session_id, s.writer FROM (SELECT DISTINCT c.session_id, coalesce(c.writer, '') AS writer "
-         "FROM c WHERE c.session_id IS NOT NULL) s WHERE $3 > 0 AND EXISTS (SELECT 1 FROM " + t + " l "
+         "FROM c WHERE c.session_id IS NOT NULL) s WHERE EXISTS (SELECT 1 FROM " + t + " l "
          "WHERE l.session_id = s.session_id AND l.id <= $3 "
-         "AND l.status = 'pending' AND l.due_at <= l.created_at AND coalesce(l.writer, '') = s.writer "
+         "AND l.status = 'pending' AND NOT (l.due_at > l.created_at) AND coalesce(l.writer, '') = s.writer "
          "AND l.id NOT IN (SELECT unnest($4::bigint[])) OFFSET 0)";
+}
+
+// Whether a late commit below the cursor can exist, once per statement (an
+// InitPlan). $6 is the pass's horizon: a snapshot (pg_snapshot as text)
+// taken no later than any claim of the pass that could have read a late
+// row's id, NULL for "ask anyway"; $7 the ids of this connection's own
+// transactions since then (marks and failures; they insert no row).
+//
+// A row is late when the claim that walked past its id did not see it: its
+// transaction was still running then, so it was running at the horizon too
+// (listed in its xip, or at or above its xmax), and it has finished by now.
+// Transactions running at the horizon that have finished by this
+// statement's snapshot are counted by arithmetic on the two snapshots:
+// those of the horizon's xip no longer running, plus every id from the
+// horizon's xmax to the current xmax less those still running. Subtransaction
+// ids and other databases' transactions count too, which only asks the
+// probe needlessly. When all of them are the caller's own, no late row can
+// exist and the probe is skipped: a drain with no concurrent writer never
+// pays for it. A snapshot whose xmax went backwards (another server) asks.
+std::string late_commits_possible() {
+  const std::string own = "unnest($7::bigint[]) o";
+  return "($3 > 0 AND ($6::text IS NULL OR (SELECT "
+         "pg_snapshot_xmax(k) < pg_snapshot_xmax(h) "
+         "OR pg_snapshot_xmax(k)::text::numeric - pg_snapshot_xmax(h)::text::numeric "
+         "- (SELECT count(*) FROM pg_snapshot_xip(k) x WHERE x >= pg_snapshot_xmax(h)) "
+         "+ (SELECT count(*) FROM pg_snapshot_xip(h) x WHERE pg_visible_in_snapshot(x, k)) "
+         "> (SELECT count(DISTINCT o) FROM " + own + " WHERE pg_visible_in_snapshot(o::text::xid8, k) "
+         "AND (o::text::xid8 >= pg_snapshot_xmax(h) OR o::text::xid8 IN (SELECT pg_snapshot_xip(h)))) "
+         "FROM (SELECT $6::text::pg_snapshot AS h, pg_current_snapshot() AS k) snapshots)))";
 }
 
 }  // namespace
 
 // messages_ready_idx: pending AND due_at <= created_at, walked in id order
 // from just above $3, where the caller's current pass over the backlog stands.
-// $5 is the largest payload read inline. The rows (`c`) are read once, then
-// each is flagged when it waits behind a due timeout or a late commit.
+// $5 is the largest payload read inline. The statement has two branches, of
+// which late_commits_possible() runs one: without a late commit possible the
+// rows are read and flagged only when they wait behind a due timeout; with
+// one, they are read once (`c`) and flagged too when their session has a
+// late commit below the cursor. The last column says which branch ran, so
+// that the caller can move its horizon on.
 std::string claim_immediate(const std::string& s, const std::string& t) {
+  const std::string rows = "SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t +
+                           " m WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " +
+                           ready(s, t, "$3") + not_known("$4") + " ORDER BY m.id LIMIT $2";
+  const std::string possible = late_commits_possible();
   // Appended, not "(" + behind_timeout(t): GCC 12 at -O3 warns (-Wrestrict) about that operator+.
   std::string passed_over("(");
   passed_over.append(behind_timeout(t)).append(" OR (m.session_id IS NOT NULL AND "
                                           "(m.session_id, coalesce(m.writer, '')) IN (SELECT * FROM late)))");
-  return "WITH c AS MATERIALIZED (SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t +
-         " m WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " + ready(s, t) +
-         not_known("$4") + " ORDER BY m.id LIMIT $2), late AS (" + late_sessions(t) + ") SELECT " +
-         columns(s, passed_over, "$5") + " FROM c m ORDER BY m.id";
+  return "WITH c AS MATERIALIZED (" + rows + "), late AS (" + late_sessions(t) + ") SELECT " +
+         columns(s, passed_over, "$5") + ", true FROM c m WHERE " + possible + " UNION ALL SELECT " +
+         columns(s, behind_timeout(t), "$5") + ", false FROM (" + rows + ") m WHERE NOT " + possible +
+         " ORDER BY id";
 }
+
+// What a claim needs to know before its statements run: a snapshot taken
+// no later than theirs (the pass's horizon, see late_commits_possible()), and
+// how many rows the planner's statistics give the outbox $1.
+std::string claim_horizon() {
+  return "SELECT pg_current_snapshot()::text, "
+         "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass($1))::bigint";
+}
+
+// The planner's statistics of the outbox, refreshed by its owner (025).
+std::string refresh_statistics(const std::string& schema) { return "SELECT " + schema + ".refresh_statistics()"; }
 
 // messages_scheduled_idx: pending AND due_at > created_at, walked in (due_at, id)
 // order from the oldest due time, so a backlog of overdue timeouts costs one
@@ -268,26 +331,38 @@ std::string payloads(const std::string& t) {
          "WINDOW w AS (ORDER BY k.n ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) ORDER BY k.n";
 }
 
+namespace {
+
+// A write of the daemon's own: how many rows it changed, and its
+// transaction's id if it took one (NULL when it changed nothing), which the
+// next immediate claim is told is not a writer's (late_commits_possible()).
+std::string own_write(const std::string& statement) {
+  return "WITH w AS (" + statement + " RETURNING 1) SELECT count(*), pg_current_xact_id_if_assigned()::text::bigint "
+         "FROM w";
+}
+
+}  // namespace
+
 std::string mark_dispatched(const std::string& t, const std::string& leases) {
-  return "UPDATE " + t + " SET status = 'dispatched', dispatched_at = now(), next_attempt_at = NULL "
-         "WHERE id = ANY($1::bigint[]) AND status = 'pending'" + fence(leases, "partition", "$2");
+  return own_write("UPDATE " + t + " SET status = 'dispatched', dispatched_at = now(), next_attempt_at = NULL "
+                   "WHERE id = ANY($1::bigint[]) AND status = 'pending'" + fence(leases, "partition", "$2"));
 }
 
 std::string delete_dispatched(const std::string& t, const std::string& leases) {
-  return "DELETE FROM " + t + " WHERE id = ANY($1::bigint[]) AND status = 'pending'" +
-         fence(leases, "partition", "$2");
+  return own_write("DELETE FROM " + t + " WHERE id = ANY($1::bigint[]) AND status = 'pending'" +
+                   fence(leases, "partition", "$2"));
 }
 
 std::string record_failures(const std::string& t, const std::string& leases) {
-  return "UPDATE " + t + " m SET "
-         "status = CASE WHEN f.park THEN 'parked' ELSE m.status END, "
-         "attempts = f.attempts, "
-         "next_attempt_at = CASE WHEN f.park THEN NULL ELSE now() + f.retry_ms * interval '1 millisecond' END, "
-         "last_error = f.error, "
-         "first_failed_at = coalesce(m.first_failed_at, now()), last_failed_at = now() "
-         "FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[], $5::boolean[]) "
-         "AS f(id, attempts, retry_ms, error, park) "
-         "WHERE m.id = f.id AND m.status = 'pending'" + fence(leases, "m.partition", "$6");
+  return own_write("UPDATE " + t + " m SET "
+                   "status = CASE WHEN f.park THEN 'parked' ELSE m.status END, "
+                   "attempts = f.attempts, "
+                   "next_attempt_at = CASE WHEN f.park THEN NULL ELSE now() + f.retry_ms * interval '1 millisecond' END, "
+                   "last_error = f.error, "
+                   "first_failed_at = coalesce(m.first_failed_at, now()), last_failed_at = now() "
+                   "FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::text[], $5::boolean[]) "
+                   "AS f(id, attempts, retry_ms, error, park) "
+                   "WHERE m.id = f.id AND m.status = 'pending'" + fence(leases, "m.partition", "$6"));
 }
 
 // Only future events count: a due row blocked in its session must not make

@@ -11,6 +11,9 @@ enum Column {
   kSubject, kContentType, kTraceparent, kHeaders, kBody, kTtlMs, kCreatedAt, kDueAt, kScheduled,
   kAttempts, kPartition, kDueForUs, kPayloadBytes, kDestinationRefused, kPassedOver, kColumnCount
 };
+// The immediate claim's one column more: whether it asked for late commits
+// below the cursor (late_commits_possible() in outbox_sql.cpp).
+inline constexpr int kLateCommitsAsked = kColumnCount;
 
 // The claims return every row's payload size (body and headers as JSON
 // text), but its body and headers only while the row is no larger than the
@@ -23,8 +26,12 @@ std::string claim_immediate(const std::string& s, const std::string& t);
 std::string claim_scheduled(const std::string& s, const std::string& t);
 // Immediate rows of the destinations other than those of a backlog, a few of each.
 std::string claim_lanes(const std::string& s, const std::string& t);
+// Sent before the claims: the pass's next horizon and the outbox's row estimate ($1 the table).
+std::string claim_horizon();
+std::string refresh_statistics(const std::string& schema);
 // Columns: id, headers, body; see outbox_sql.cpp.
 std::string payloads(const std::string& t);
+// The three writes return one row: rows changed, and their transaction id (NULL: none taken).
 std::string mark_dispatched(const std::string& t, const std::string& leases);
 std::string delete_dispatched(const std::string& t, const std::string& leases);
 std::string record_failures(const std::string& t, const std::string& leases);

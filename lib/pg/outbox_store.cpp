@@ -33,9 +33,9 @@ core::Status status_of(const core::Result<Rows>& rows, const char* context) {
   return {};
 }
 
-core::Result<int> changed(const core::Result<Rows>& rows, const char* context) {
-  if (!rows) return in_context(context, rows.error());
-  return static_cast<int>(rows.value().affected());
+// The immediate claim's last column, the same in every row; false for no rows.
+bool late_commits_asked(const Rows& rows) {
+  return rows.size() > 0 && rows.boolean(0, sql::kLateCommitsAsked);
 }
 
 using std::chrono::microseconds;
@@ -190,6 +190,8 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       {prefix_ + "claim_immediate", sql::claim_immediate(quote_ident(schema_), table_)},
       {prefix_ + "claim_scheduled", sql::claim_scheduled(quote_ident(schema_), table_)},
       {prefix_ + "claim_lanes", sql::claim_lanes(quote_ident(schema_), table_)},
+      {prefix_ + "claim_horizon", sql::claim_horizon()},
+      {prefix_ + "refresh_statistics", sql::refresh_statistics(quote_ident(schema_))},
       {prefix_ + "payloads", sql::payloads(table_)},
       {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
       {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
@@ -221,7 +223,8 @@ core::Result<Rows> OutboxStore::run(std::string_view name, const Params& params,
 
 core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& partitions, int limit,
                                                    core::RowId after_id, std::span<const core::RowId> known,
-                                                   const core::ClaimBytes& bytes, const core::LaneRequest& lanes) {
+                                                   const core::ClaimBytes& bytes, const core::LaneRequest& lanes,
+                                                   const std::optional<std::string>& horizon) {
   if (partitions.empty() || limit <= 0) return core::ClaimedSets{};
   const std::string set = int_array_literal(partitions);
   const std::string count = std::to_string(limit);
@@ -235,14 +238,20 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
   // twice their size that the server encodes and we decode (a sixth of the
   // daemon's instructions per row when measured).
   // PreparedCall holds a view of its name.
-  const std::string names[] = {prefix_ + "claim_immediate", prefix_ + "claim_scheduled",
+  // The horizon first: its snapshot must be no later than the claims'.
+  const std::string names[] = {prefix_ + "claim_horizon", prefix_ + "claim_immediate", prefix_ + "claim_scheduled",
                                prefix_ + "time_to_next_due", prefix_ + "claim_lanes"};
   std::vector<Connection::PreparedCall> statements{
-      {names[0], {set, count, std::to_string(after_id), known_ids, inline_limit}, ResultFormat::binary},
-      {names[1], {set, count, known_ids, inline_limit}, ResultFormat::binary},
-      {names[2], {set}}};
+      {names[0], {table_}},
+      {names[1],
+       {set, count, std::to_string(after_id), known_ids, inline_limit, horizon,
+        int_array_literal(own_transactions_)},
+       ResultFormat::binary},
+      {names[2], {set, count, known_ids, inline_limit}, ResultFormat::binary},
+      {names[3], {set}}};
+  own_transactions_.clear();
   if (lanes.limit > 0) {
-    statements.push_back({names[3],
+    statements.push_back({names[4],
                           {set, std::to_string(lanes.limit), known_ids, inline_limit,
                            text_array_literal(lanes.skip), lanes.after, std::to_string(lanes.per_lane)},
                           ResultFormat::binary});
@@ -250,24 +259,38 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
   auto results = connection_.exec_prepared_pipeline(statements);
   if (!results) return in_context("claiming rows", results.error());
   core::ClaimedSets sets;
+  const Rows& seen = results.value()[0];
+  sets.horizon = std::string(seen.text(0, 0));
+  sets.table_rows = seen.optional_int64(0, 1);
+  sets.late_commits_asked = late_commits_asked(results.value()[1]);
   const std::string payloads = prefix_ + "payloads";
-  for (const auto& [index, set_of] : {std::pair{0, &core::ClaimedSets::immediate},
-                                      std::pair{1, &core::ClaimedSets::scheduled},
-                                      std::pair{3, &core::ClaimedSets::lanes}}) {
+  for (const auto& [index, set_of] : {std::pair{1, &core::ClaimedSets::immediate},
+                                      std::pair{2, &core::ClaimedSets::scheduled},
+                                      std::pair{4, &core::ClaimedSets::lanes}}) {
     if (static_cast<std::size_t>(index) >= results.value().size()) break;
     auto large = read_large_rows(connection_, payloads, results.value()[index], max_payload, budget);
     if (!large) return large.error();
     sets.*set_of = decode(std::move(results.value()[index]), bytes.max_message, large.value());
   }
-  sets.next_due = wait_of(results.value()[2]);
+  sets.next_due = wait_of(results.value()[3]);
   return sets;
+}
+
+core::Result<int> OutboxStore::own_write(const core::Result<Rows>& rows, const char* context) {
+  if (!rows) return in_context(context, rows.error());
+  if (const auto transaction = rows.value().optional_int64(0, 1)) own_transactions_.push_back(*transaction);
+  return static_cast<int>(rows.value().int64(0, 0));
+}
+
+core::Status OutboxStore::refresh_statistics() {
+  return status_of(run("refresh_statistics", {}), "refreshing the outbox's statistics");
 }
 
 core::Result<int> OutboxStore::mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                                std::string_view owner) {
   if (ids.empty()) return 0;
   const char* statement = mode == config::RetentionMode::keep ? "mark_dispatched" : "delete_dispatched";
-  return changed(run(statement, {int_array_literal(ids), std::string(owner)}), "marking rows dispatched");
+  return own_write(run(statement, {int_array_literal(ids), std::string(owner)}), "marking rows dispatched");
 }
 
 core::Result<int> OutboxStore::record_failures(const std::vector<FailureRecord>& failures, std::string_view owner) {
@@ -284,7 +307,7 @@ core::Result<int> OutboxStore::record_failures(const std::vector<FailureRecord>&
     errors.push_back(bounded(failure.error));
     park.push_back(failure.park);
   }
-  return changed(run("record_failures", {int_array_literal(ids), int_array_literal(attempts),
+  return own_write(run("record_failures", {int_array_literal(ids), int_array_literal(attempts),
                                            int_array_literal(retry_ms), text_array_literal(errors),
                                            bool_array_literal(park), std::string(owner)}),
                    "recording failed deliveries");

@@ -121,7 +121,7 @@ TEST_CASE("a claim planned while the outbox was empty walks messages_ready_idx o
   must(setup,
        "INSERT INTO outbox.messages (message_id, destination, body) "
        "SELECT 'r' || i, 'bulk', '\\x00'::bytea FROM generate_series(1, 20000) i");
-  auto plan = daemon.exec("EXPLAIN EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 100, 0, '{}', 1000)");
+  auto plan = daemon.exec("EXPLAIN EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 100, 0, '{}', 1000, NULL, '{}')");
   REQUIRE(plan.ok());
   std::string text;
   for (int r = 0; r < plan.value().size(); ++r) text += std::string(plan.value().text(r, 0)) + "\n";

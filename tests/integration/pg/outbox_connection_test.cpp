@@ -93,7 +93,7 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   const std::string known = "'{3,4,5}'";
   const std::string bytes = ", 16384";  // largest payload read inline
   const std::string immediate =
-      plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + bytes + ")");
+      plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + bytes + ", NULL, '{}')");
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));

@@ -374,3 +374,78 @@ TEST_CASE("past the start of a pass a row waits while its session has a late row
   // Once the caller holds the late row, its session's later rows follow it in this pass too.
   CHECK(claim_after(cursor, {late, in_flight}) == Ids{next_of_late, next_of_held, free_row, no_session, other_writer});
 }
+
+// The claim asks about late commits only when a transaction other than the
+// store's own writes finished since the pass's horizon (late_commits_possible()).
+TEST_CASE("a claim looks for late commits only when another transaction finished since the horizon",
+          "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  lease_all(connection);
+  std::vector<core::RowId> to_mark;  // one a try, below the cursor
+  for (int i = 0; i < 50; ++i) to_mark.push_back(insert(connection, {"m" + std::to_string(i), std::nullopt}));
+  const core::RowId cursor = insert(connection, {"h2", "t"});
+  const core::RowId later = insert(connection, {"h3", "u"});
+  auto claim_from = [&](core::RowId after, const std::optional<std::string>& horizon) {
+    auto sets = store.claim(all_partitions(), 100, after, {}, {}, {}, horizon);
+    if (!sets) FAIL("claim: " << sets.error().message);
+    return std::move(sets).value();
+  };
+  const auto start = claim_from(0, std::nullopt);  // a pass's first claim: nothing to ask about
+  CHECK_FALSE(start.late_commits_asked);
+  REQUIRE_FALSE(start.horizon.empty());
+  CHECK(start.table_rows.has_value());
+  // Transaction ids are the cluster's: a test in another database may take
+  // one between two claims. Each try takes a fresh horizon; one quiet try is the proof.
+  auto quiet = [&](bool mark_between) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      const auto horizon = claim_from(0, std::nullopt).horizon;
+      if (mark_between) {
+        auto marked = store.mark_dispatched({to_mark.at(static_cast<std::size_t>(attempt))},
+                                            config::RetentionMode::keep, kLeaseOwner);
+        REQUIRE(marked.ok());
+        REQUIRE(marked.value() == 1);
+      }
+      if (!claim_from(cursor, horizon).late_commits_asked) return true;
+    }
+    return false;
+  };
+  CHECK(quiet(false));  // nothing finished since: no late row can exist
+  CHECK(quiet(true));   // the store's own marks do not count
+  // Without a horizon, and once a writer committed, the claim asks.
+  CHECK(claim_from(cursor, std::nullopt).late_commits_asked);
+  const core::RowId fresh = insert(connection, {"h4", "u"});
+  const auto asked = claim_from(cursor, start.horizon);
+  CHECK(asked.late_commits_asked);
+  CHECK(ids_of(asked.immediate.rows) == Ids{later, fresh});
+}
+
+TEST_CASE("past the start of a pass a backing-off row below the cursor holds its session back after its time",
+          "[pg][store]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  Connection daemon = db.dispatcher();
+  OutboxStore store(daemon, "outbox");
+  REQUIRE(store.prepare().ok());
+  const core::RowId backing_off = insert(connection, {"r1", "s"});
+  const core::RowId cursor = insert(connection, {"r2", "t"});
+  const core::RowId next = insert(connection, {"r3", "s"});
+  const core::RowId free_row = insert(connection, {"r4", "u"});
+  // Its backoff is over now: a new pass claims it first; this pass has moved past it. The
+  // horizon is taken after: no late commit can exist, and the rule alone holds the session back.
+  REQUIRE(connection.exec("UPDATE outbox.messages SET next_attempt_at = now() - interval '1 second' WHERE id = " +
+                          std::to_string(backing_off)).ok());
+  auto horizon = store.claim(all_partitions(), 1, 0);
+  REQUIRE(horizon);
+  auto past = store.claim(all_partitions(), 100, cursor, {}, {}, {}, horizon.value().horizon);
+  REQUIRE(past);
+  // Held back by the rule, not passed over by the late-commit probe, whether or not it ran.
+  CHECK(ids_of(past.value().immediate.rows) == Ids{free_row});
+  CHECK(past.value().immediate.passed_over.empty());
+  auto fresh = store.claim(all_partitions(), 100, 0);
+  REQUIRE(fresh);
+  CHECK(ids_of(fresh.value().immediate.rows) == Ids{backing_off, cursor, next, free_row});
+}
