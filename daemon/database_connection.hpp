@@ -54,9 +54,11 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   // RowStore
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
                                         std::span<const core::RowId> known, const core::ClaimBytes& bytes,
-                                        const core::LaneRequest& lanes) override {
-    return store_->claim(partitions, limit, after_id, known, bytes, lanes);
+                                        const core::LaneRequest& lanes,
+                                        const std::optional<std::string>& horizon) override {
+    return store_->claim(partitions, limit, after_id, known, bytes, lanes, horizon);
   }
+  core::Status refresh_statistics() override { return store_->refresh_statistics(); }
   core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                     std::string_view owner) override {
     return store_->mark_dispatched(ids, mode, owner);

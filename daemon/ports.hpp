@@ -25,7 +25,9 @@ class RowStore {
   virtual ~RowStore() = default;
   virtual core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
                                                 std::span<const core::RowId> known,
-                                                const core::ClaimBytes& bytes, const core::LaneRequest& lanes) = 0;
+                                                const core::ClaimBytes& bytes, const core::LaneRequest& lanes,
+                                                const std::optional<std::string>& horizon) = 0;
+  virtual core::Status refresh_statistics() = 0;
   virtual core::Result<int> mark_dispatched(const std::vector<core::RowId>& ids, config::RetentionMode mode,
                                             std::string_view owner) = 0;
   virtual core::Result<int> record_failures(const std::vector<pg::FailureRecord>& failures,

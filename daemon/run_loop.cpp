@@ -188,7 +188,7 @@ void RunLoop::claim_rows() {
   const core::ClaimBytes bytes{config::max_message_bytes(config_),
                                static_cast<std::int64_t>(request.statement_bytes)};
   auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
-                               request.known, bytes, request.lanes);
+                               request.known, bytes, request.lanes, request.horizon);
   if (!sets) return fail_database(sets.error());
   metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
   dispatch::WaitingClaim claim{std::move(sets).value(), request, started, leases_.partitions(), book_.pass_restarts()};
@@ -202,8 +202,19 @@ void RunLoop::accept_claim(core::ClaimedSets sets, const dispatch::RowBook::Clai
                            core::SteadyTime started) {
   const auto claimed = book_.on_claim(std::move(sets), request, started);
   metrics_.claimed.inc(claimed.added);
+  if (claimed.statistics_stale) refresh_statistics();
   notify_policy_.on_claim(claimed.rows, clock_.now());
   after_claim(claimed);
+}
+
+// A pass read more rows than the planner's statistics count
+// (dispatch::StatisticsWatch): the claims' plans were made for a smaller
+// table. An ANALYZE makes PostgreSQL plan them again.
+void RunLoop::refresh_statistics() {
+  const auto started = clock_.now();
+  if (auto refreshed = db_.rows().refresh_statistics(); !refreshed) return fail_database(refreshed.error());
+  spdlog::info("outbox statistics refreshed (ANALYZE, {} ms): a pass read more rows than they counted",
+               std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - started).count());
 }
 
 // How the next claim comes about (dispatch::after_claim).

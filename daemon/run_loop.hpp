@@ -87,6 +87,7 @@ class RunLoop {
   std::optional<Written> write_decisions();
   void count_failure(const dispatch::FailureWrite& failure);
   void hand_back_drained();
+  void refresh_statistics();
   void accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
                     core::SteadyTime started);
   void after_claim(const dispatch::RowBook::Claimed& claimed);

@@ -57,6 +57,16 @@ struct ClaimedSets {
   ClaimedSet scheduled;
   std::optional<std::chrono::milliseconds> next_due;
   ClaimedSet lanes;
+  // A snapshot of the database's transactions (pg_snapshot as text) taken
+  // before the claim's statements: the pass's next horizon
+  // (dispatch::ClaimPass::horizon()). Empty when the database gave none.
+  std::string horizon;
+  // The immediate claim looked for late commits below the cursor: a
+  // transaction other than the daemon's own writes had finished since the
+  // horizon it was given, or it was given none.
+  bool late_commits_asked = false;
+  // Rows in the outbox as the planner's statistics last counted them; empty when unknown.
+  std::optional<std::int64_t> table_rows;
 };
 
 }  // namespace outboxd::core

@@ -6,11 +6,15 @@
 
 namespace outboxd::dispatch {
 
-void ClaimPass::on_claim(bool full, core::RowId last_id) {
-  if (full) {
-    cursor_ = last_id;
+void ClaimPass::on_claim(bool full, core::RowId last_id, std::string seen, bool late_commits_asked) {
+  if (!full) return restart();
+  // The first claim of a pass has nothing below its cursor to ask about.
+  const bool first = cursor_ == 0;
+  cursor_ = last_id;
+  if ((first || (horizon_ && !late_commits_asked)) && !seen.empty()) {
+    horizon_ = std::move(seen);
   } else {
-    restart();
+    horizon_.reset();
   }
 }
 
@@ -35,6 +39,8 @@ void ClaimPass::on_lanes(std::vector<std::string> backlog_destinations, std::opt
 void ClaimPass::restart() {
   ++restarts_;
   cursor_ = 0;
+  horizon_.reset();
+  read_ = 0;
   passed_over_.clear();
   backlog_destinations_.clear();
   lanes_after_.clear();

@@ -1,7 +1,9 @@
 // The claim's walk over immediate rows in passes: where the next claim starts, and whose rows wait for the next pass.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,8 +25,21 @@ class ClaimPass {
   core::RowId cursor() const { return cursor_; }
 
   // After a claim: `full` when its immediate batch hit the limit, `last_id`
-  // that batch's last id.
-  void on_claim(bool full, core::RowId last_id);
+  // that batch's last id, `seen` the snapshot taken before its statements
+  // and `late_commits_asked` whether it looked for late commits.
+  void on_claim(bool full, core::RowId last_id, std::string seen = {}, bool late_commits_asked = true);
+  // The snapshot the next claim checks late commits against: a row below
+  // the cursor can have committed late only if its transaction was running
+  // at this snapshot and has finished since. It is taken before the pass's
+  // first claim, and moves on to each claim's own while no transaction but
+  // the daemon's own writes finished in between (nothing below the cursor
+  // can be late then); once one did, the pass has none, and every claim
+  // looks for late commits until the pass ends, as a row found late stays
+  // below the cursor. Empty: look.
+  const std::optional<std::string>& horizon() const { return horizon_; }
+  // Rows the pass's claims returned so far (StatisticsWatch).
+  void count_read(std::size_t rows) { read_ += rows; }
+  std::size_t read() const { return read_; }
   // While the pass reads a backlog (its last claim was full), each claim also
   // reads the first rows of every other destination, visiting them in name
   // order round the claims: the backlog's destinations, and where the next
@@ -47,6 +62,8 @@ class ClaimPass {
  private:
   core::RowId cursor_ = 0;
   std::uint64_t restarts_ = 0;
+  std::optional<std::string> horizon_;
+  std::size_t read_ = 0;
   std::unordered_map<std::string, core::RowId> passed_over_;  // order key: lowest id passed over
   std::vector<std::string> backlog_destinations_;
   std::string lanes_after_;

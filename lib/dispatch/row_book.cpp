@@ -32,7 +32,7 @@ void RowBook::restart_pass() {
 RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t claim_bytes) const {
   const std::size_t bytes = std::min(claim_bytes, planner_.byte_room());
   ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {},
-                       std::max<std::size_t>(bytes / 2, 1), {}};
+                       std::max<std::size_t>(bytes / 2, 1), {}, {}};
   const bool by_destination = pass_.in_backlog() && request.limit >= 2;
   if (by_destination) {
     request.lanes.limit = std::max<std::size_t>(1, request.limit / kLaneShare);
@@ -41,6 +41,7 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
     request.lanes.after = pass_.lanes_after();
     request.lanes.skip = pass_.backlog_destinations();
   }
+  request.horizon = pass_.horizon();
   // Every row held, below the cursor too: past the start of a pass the
   // immediate claim leaves out a row whose session has an earlier pending row
   // that is not held (a late commit below the cursor), and the claim by
@@ -55,6 +56,9 @@ bool RowBook::room_for_claim(std::size_t batch_size) const {
 
 RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& request, core::SteadyTime started) {
   Claimed claimed;
+  std::string seen = std::move(sets.horizon);
+  const bool late_commits_asked = sets.late_commits_asked;
+  const auto table_rows = sets.table_rows;
   auto claim = merge_claim(std::move(sets), request.limit, request.lanes.limit);
   claimed.rows = claim.rows.size();
   // A row behind a due timeout or a late commit is passed over by this pass;
@@ -70,7 +74,9 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   }
   claimed.added = planner_.add(std::move(rows));
   claimed.backlog_began = claim.immediate_full && !pass_.in_backlog();
-  pass_.on_claim(claim.immediate_full, claim.last_immediate_id);
+  pass_.count_read(claim.rows.size());
+  claimed.statistics_stale = claim.immediate_full && statistics_.stale(pass_.read(), table_rows, started);
+  pass_.on_claim(claim.immediate_full, claim.last_immediate_id, std::move(seen), late_commits_asked);
   if (claim.immediate_full) pass_.on_lanes(std::move(claim.backlog_destinations), std::move(claim.lanes_after));
   claimed.more = claim.more();
   if (!claimed.more) {

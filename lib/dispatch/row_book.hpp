@@ -12,6 +12,7 @@
 #include "core/clock.hpp"
 #include "core/outbox_message.hpp"
 #include "dispatch/claim_pass.hpp"
+#include "dispatch/statistics_watch.hpp"
 #include "dispatch/planner.hpp"
 
 namespace outboxd::dispatch {
@@ -38,6 +39,7 @@ class RowBook {
     std::vector<core::RowId> known;    // every row held: the claim leaves them out and tells late commits from them
     std::size_t statement_bytes = 0;   // the byte budget of each statement
     core::LaneRequest lanes;           // while the pass reads a backlog: a share of `limit` by destination
+    std::optional<std::string> horizon;  // ClaimPass::horizon()
   };
   bool claim_may_find_rows() const { return claim_may_find_rows_; }
   void expect_rows() { claim_may_find_rows_ = true; }
@@ -62,6 +64,7 @@ class RowBook {
     bool more = false;       // a batch was full: claim again without being told
     bool backlog_began = false;  // the first full claim of a pass: a backlog to read
     std::optional<std::chrono::milliseconds> next_due;  // when the claim came back short
+    bool statistics_stale = false;  // StatisticsWatch: have the planner's statistics refreshed
   };
   // The claim that `request` asked for, sent at `started`, returned `sets`.
   Claimed on_claim(core::ClaimedSets sets, const ClaimRequest& request, core::SteadyTime started);
@@ -101,6 +104,7 @@ class RowBook {
  private:
   Planner planner_;  // the rows held, payloads included
   ClaimPass pass_;
+  StatisticsWatch statistics_;
   bool claim_may_find_rows_ = true;
 };
 

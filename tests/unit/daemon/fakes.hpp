@@ -86,7 +86,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   // earlier row of its own, by the same writer, that is parked or backing off.
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
                                         std::span<const core::RowId> known, const core::ClaimBytes& bytes,
-                                        const core::LaneRequest&) override {
+                                        const core::LaneRequest&, const std::optional<std::string>&) override {
     ++claims;
     last_claim_bytes = bytes;
     if (auto error = take(fail_claim)) return *error;
@@ -164,6 +164,10 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
                                              const std::vector<std::string>&) override {
     return pg::BacklogReport{};
   }
+  core::Status refresh_statistics() override {
+    ++statistics_refreshes;
+    return {};
+  }
   core::Status arm_notify(std::string_view, bool on) override {
     armed = on;
     return {};
@@ -221,6 +225,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     friend bool operator==(const Mark&, const Mark&) = default;
   };
   std::vector<Mark> marks;  // each mark_dispatched() as the loop called it
+  int statistics_refreshes = 0;
   std::vector<std::chrono::milliseconds> purged_dispatched;  // keep_for of each purge()
   std::vector<std::chrono::milliseconds> purged_failed;      // keep_for of each purge_failed()
   std::vector<int> leased{0};

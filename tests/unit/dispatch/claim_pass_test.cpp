@@ -73,3 +73,39 @@ TEST_CASE("restart starts from the lowest id and forgets the rows passed over", 
   CHECK(pass.cursor() == 0);
   CHECK_FALSE(pass.waits(row(26, "a")));
 }
+
+TEST_CASE("The horizon is the first claim's snapshot, and moves on while no late commit was possible",
+          "[claim_pass]") {
+  ClaimPass pass;
+  CHECK_FALSE(pass.horizon());  // before a pass: nothing below a cursor to ask about
+  pass.on_claim(true, 100, "10:12:", false);
+  REQUIRE(pass.horizon() == std::optional<std::string>("10:12:"));
+  pass.on_claim(true, 200, "14:15:", false);
+  CHECK(pass.horizon() == std::optional<std::string>("14:15:"));
+}
+
+TEST_CASE("Once a claim asked for late commits the pass has no horizon until it ends", "[claim_pass]") {
+  ClaimPass pass;
+  pass.on_claim(true, 100, "10:12:", false);
+  pass.on_claim(true, 200, "14:15:", true);
+  CHECK_FALSE(pass.horizon());
+  // A row found late stays below the cursor: the next claims ask again, whatever they saw.
+  pass.on_claim(true, 300, "16:16:", false);
+  CHECK_FALSE(pass.horizon());
+  pass.on_claim(false, 350, "17:17:", false);  // short: the pass ends
+  CHECK(pass.cursor() == 0);
+  pass.on_claim(true, 100, "18:18:", false);
+  CHECK(pass.horizon() == std::optional<std::string>("18:18:"));
+}
+
+TEST_CASE("A restart drops the horizon and the rows read", "[claim_pass]") {
+  ClaimPass pass;
+  pass.on_claim(true, 100, "10:12:", false);
+  pass.count_read(100);
+  pass.restart();
+  CHECK_FALSE(pass.horizon());
+  CHECK(pass.read() == 0);
+  // A claim without a snapshot leaves none: every claim asks.
+  pass.on_claim(true, 100, "", false);
+  CHECK_FALSE(pass.horizon());
+}
