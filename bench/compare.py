@@ -18,6 +18,15 @@ Workloads:
   writers WRITERS pgbench clients calling outbox.enqueue(), one row per
           transaction, against the same clients inserting into a bare table with
           the same columns and primary key (no daemon); transactions/s
+  bulk    BULK_ROWS rows in BULK_SESSIONS sessions committed in one transaction
+          while the daemon runs caught up, into an outbox whose statistics count
+          it empty (analyzed drained, no VACUUM or ANALYZE after the commit, as in
+          production); bulk rows/s from the first row dispatched to the last, and
+          the commit->consumer p50/p99 of another destination that gets one row
+          every 250 ms meanwhile
+  pressure RATE rows/s from a steady writer through the phases of bench/pressure.py
+          (PHASE_SECONDS each): completion and p50/p99 per phase, dead tuples,
+          claim time, rows lost and duplicates; not in the default set
 
 For each run: PostgreSQL CPU per row (utime + stime of every server process,
 from /proc, less the backend this script probes through), WAL bytes per row
@@ -40,13 +49,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from urllib.parse import urlparse, urlunparse
 
 import psycopg2
 
-from bench import FILL_SQL, ENQUEUE_SQL
+import pressure
+from bench import FILL_SQL, ENQUEUE_SQL, free_port
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
 from harness import Broker  # noqa: E402
@@ -66,6 +77,9 @@ def parse_args():
     p.add_argument("--rate", type=int, default=1000)
     p.add_argument("--writers", type=int, default=8)
     p.add_argument("--seconds", type=int, default=30)
+    p.add_argument("--bulk-rows", type=int, default=200000)
+    p.add_argument("--bulk-sessions", type=int, default=1000)
+    p.add_argument("--phase-seconds", type=int, default=60)
     p.add_argument("--workloads", default="drain,keep,steady,writers")
     return p.parse_args()
 
@@ -85,6 +99,7 @@ class Cluster:
     """The PostgreSQL server: its processes' CPU and its WAL position, probed through one connection."""
 
     def __init__(self, admin_url, data_dir):
+        self.admin_url, self.data_dir = admin_url, data_dir
         with open(os.path.join(data_dir, "postmaster.pid")) as f:
             self.postmaster = int(f.readline())
         self.conn = psycopg2.connect(admin_url)
@@ -99,6 +114,14 @@ class Cluster:
         with self.conn.cursor() as cur:
             cur.execute(query, params)
             return cur.fetchall() if cur.description else None
+
+    def reconnect(self):
+        """After a restart of the server: its new postmaster, a new probe connection."""
+        with open(os.path.join(self.data_dir, "postmaster.pid")) as f:
+            self.postmaster = int(f.readline())
+        self.conn = psycopg2.connect(self.admin_url)
+        self.conn.autocommit = True
+        self.own_backend = self.sql("SELECT pg_backend_pid()")[0][0]
 
     def server_cpu(self, probes):
         """CPU seconds of every server process so far (exited backends count in the postmaster's
@@ -130,6 +153,7 @@ class Database:
         self.superuser_url = urlunparse(urlparse(admin_url)._replace(path="/" + self.name))
         host = urlparse(self.superuser_url).netloc.rpartition("@")[2]
         self.dispatcher_url = urlunparse(urlparse(self.superuser_url)._replace(netloc=f"{self.dispatcher}@{host}"))
+        self.writer_url = urlunparse(urlparse(self.superuser_url)._replace(netloc=f"{self.writer}@{host}"))
         subprocess.run([binary, "migrate", "-c", self.config("migrate.yaml", url=self.superuser_url)], check=True,
                        capture_output=True)
         cluster.sql(f'CREATE ROLE "{self.dispatcher}" LOGIN IN ROLE outbox_dispatcher')
@@ -138,13 +162,14 @@ class Database:
         self.conn.autocommit = True
         self.backend = self.sql("SELECT pg_backend_pid()")[0][0]
 
-    def config(self, name, url=None, retention="delete"):
+    def config(self, name, url=None, retention="delete", http=None):
         b = self.broker
         path = os.path.join(self.tmp, f"{self.name}-{name}")
         auth = f'\n  username: "{b.user}"\n  password: "{b.password}"' if b.user else ""
         text = (f'database:\n  url: "{url or self.dispatcher_url}"\n'
                 f'broker:\n  url: "{b.url}"\n  profile: {b.profile}{auth}\n'
-                f"retention:\n  mode: {retention}\nlog:\n  level: warn\n")
+                f"retention:\n  mode: {retention}\nlog:\n  level: warn\n"
+                + (f'http:\n  listen: "127.0.0.1:{http}"\n' if http else ""))
         with open(path, "w") as f:
             f.write(text)
         return path
@@ -287,6 +312,129 @@ class Runner:
             db.close()
             self.drop_queue(queue)
 
+    def bulk(self, binary):
+        """A bulk committed while the daemon runs, beside a quiet destination (see the docstring)."""
+        a = self.args
+        db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
+        queue, quiet = "cmp_" + uuid.uuid4().hex[:8], "cmpq_" + uuid.uuid4().hex[:8]
+        stop = threading.Event()
+        try:
+            consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
+                                         self.broker.address(quiet), "3", self.broker.user, self.broker.password,
+                                         self.broker.profile], stdout=subprocess.PIPE, text=True)
+            assert consumer.stdout.readline().strip() == "latency_consumer ready"
+            db.sql("ALTER TABLE outbox.messages SET (autovacuum_enabled = false)")
+            db.sql("VACUUM ANALYZE outbox.messages")  # drained: the statistics count it empty
+            self.cluster.sql("CHECKPOINT")
+            daemon = Daemon(binary, db.config("run.yaml"), os.path.join(self.tmp, f"{db.name}.log"))
+            time.sleep(1)  # connected, leases taken, idle
+            writer = psycopg2.connect(db.writer_url)
+            writer.autocommit = True
+            quiet_rows = []
+
+            def trickle():
+                with writer.cursor() as cur:
+                    while not stop.wait(0.25):
+                        cur.execute(ENQUEUE_SQL % (quiet, 1))
+                        quiet_rows.append(1)
+            trickler = threading.Thread(target=trickle)
+            trickler.start()
+            start = self.cluster.snapshot([db.backend])
+            db.sql(FILL_SQL, (queue + ":", queue, a.bulk_sessions, a.body, a.bulk_rows))
+            first = db.sql("SELECT min(id) FROM outbox.messages WHERE destination = %s", (queue,))[0][0]
+            started, deadline = None, time.monotonic() + 900
+            while time.monotonic() < deadline:
+                daemon.check_running()
+                now = time.monotonic()
+                if started is None and db.sql("SELECT NOT EXISTS (SELECT 1 FROM outbox.messages WHERE id = %s "
+                                              "AND status = 'pending')", (first,))[0][0]:
+                    started = now
+                if started is not None and not db.sql(
+                        "SELECT EXISTS (SELECT 1 FROM outbox.messages WHERE status = 'pending' AND destination = %s "
+                        "AND due_at <= created_at)", (queue,))[0][0]:
+                    break
+                time.sleep(0.02)
+            else:
+                raise RuntimeError("bulk did not drain in 900 s")
+            rate = a.bulk_rows / (now - started)
+            stop.set()
+            trickler.join()
+            writer.close()
+            report = consumer.communicate(timeout=120)[0].split()
+            fields = dict(item.split("=") for item in report[1:])
+            if int(fields["received"]) != len(quiet_rows):
+                raise RuntimeError(f"bulk: {len(quiet_rows)} quiet rows written, {fields['received']} received")
+            cpu, rss = daemon.stop()
+            cleanup = psycopg2.connect(db.superuser_url)
+            try:
+                cleanup.autocommit = True
+                cleanup.cursor().execute("VACUUM outbox.messages")
+                costs = self.cluster.since(start, a.bulk_rows, [db.backend])
+            finally:
+                cleanup.close()
+            return {"rate": rate, "p50": float(fields["p50"]), "p99": float(fields["p99"]), **costs,
+                    "outboxd_cpu_us": cpu / a.bulk_rows * 1e6, "rss_mib": rss}
+        finally:
+            stop.set()
+            db.close()
+            self.drop_queue(queue)
+            self.drop_queue(quiet)
+
+    def pressure(self, binary):
+        """A steady writer through the pressure phases (bench/pressure.py)."""
+        a = self.args
+        db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
+        queue = "cmp_" + uuid.uuid4().hex[:8]
+        arrivals = os.path.join(self.tmp, f"{db.name}-arrivals")
+        writer = pressure.Writer(db.writer_url, queue)
+        try:
+            consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
+                                         self.broker.address(queue), "20", self.broker.user, self.broker.password,
+                                         self.broker.profile, arrivals], stdout=subprocess.PIPE, text=True)
+            assert consumer.stdout.readline().strip() == "latency_consumer ready"
+            port = free_port()
+            daemon = Daemon(binary, db.config("run.yaml", http=port), os.path.join(self.tmp, f"{db.name}.log"))
+            metrics = f"http://127.0.0.1:{port}/metrics"
+            time.sleep(1)
+            stress = pressure.Stress(self.admin_url, db, os.environ["OUTBOXD_SERVICES_SH"])
+            writer.start(a.rate)
+            windows, figures = {}, {}
+            for phase in pressure.PHASES:
+                writer.rate = a.rate * (1.5 if phase == "overload" else 1)
+                writer.phase = phase
+                claims_before, start = pressure.claim_seconds(metrics), time.time()
+                stress.begin(phase)
+                time.sleep(a.phase_seconds)
+                stress.end()
+                windows[phase] = (start, time.time())
+                claims_after = pressure.claim_seconds(metrics)
+                count = claims_after[1] - claims_before[1]
+                figures[f"{phase}_claim_ms"] = (claims_after[0] - claims_before[0]) / count * 1000 if count else 0.0
+                figures[f"{phase}_dead"] = pressure.dead_tuples(db.superuser_url)
+                print(f"  pressure {phase}: {figures[f'{phase}_dead']} dead tuples", flush=True)
+            writer.close()
+            consumer.communicate(timeout=600)
+            with open(arrivals) as f:
+                delivered = [(m, float(at), float(ms)) for m, at, ms in (line.split() for line in f)]
+            per_phase, lost, duplicates, in_doubt_lost = pressure.report(pressure.PHASES, windows, writer.written,
+                                                                         delivered, writer.in_doubt)
+            alive = daemon.process.poll() is None
+            daemon.stop()
+            base = per_phase["baseline"]["completion"]
+            for phase, r in per_phase.items():
+                figures[f"{phase}_completion"] = r["completion"] / base if base else float("nan")
+                figures[f"{phase}_p50"], figures[f"{phase}_p99"] = r["p50"], r["p99"]
+            figures.update(lost=len(lost), duplicates=duplicates, in_doubt_lost=in_doubt_lost,
+                           daemon_ran_throughout=1.0 if alive else 0.0)
+            return figures
+        finally:
+            writer.close()
+            self.cluster.reconnect()
+            db.conn = psycopg2.connect(db.superuser_url)
+            db.conn.autocommit = True
+            db.close()
+            self.drop_queue(queue)
+
     def writers(self, binary):
         """Enqueue throughput of WRITERS pgbench clients, one row per transaction, no daemon
         running: outbox.enqueue() into the outbox against a plain INSERT into a bare table with
@@ -350,6 +498,10 @@ class Runner:
             return self.steady(binary)
         if workload == "writers":
             return self.writers(binary)
+        if workload == "bulk":
+            return self.bulk(binary)
+        if workload == "pressure":
+            return self.pressure(binary)
         return self.drain(binary, "keep" if workload == "keep" else "delete")
 
     def run(self):
@@ -403,7 +555,20 @@ class Runner:
                  "of_bare": "enqueue() / bare table"}
         kinds = {"drain": ("rate", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
                  "steady": ("p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
+                 "bulk": ("rate", "p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
+                 "pressure": tuple(f"{phase}_{figure}" for phase in pressure.PHASES
+                                   for figure in ("completion", "p50", "p99", "dead", "claim_ms"))
+                 + ("lost", "duplicates", "in_doubt_lost", "daemon_ran_throughout"),
                  "writers": ("enqueue_tps", "bare_tps", "of_bare")}
+        for phase in pressure.PHASES:
+            figures.update({f"{phase}_completion": f"{phase}: completion of baseline's",
+                            f"{phase}_p50": f"{phase}: commit->consumer p50 (ms)",
+                            f"{phase}_p99": f"{phase}: commit->consumer p99 (ms)",
+                            f"{phase}_dead": f"{phase}: dead tuples at its end",
+                            f"{phase}_claim_ms": f"{phase}: mean claim (ms)"})
+        figures.update(lost="rows lost", duplicates="rows delivered twice",
+                       in_doubt_lost="rows whose commit failed, not delivered",
+                       daemon_ran_throughout="daemon ran throughout (1 yes)")
         failed = [f"{w} failed: {why}" for (label, w), why in failures.items() if label == head]
         for w in workloads:
             for key in kinds.get(w, kinds["drain"]):
@@ -415,6 +580,11 @@ class Runner:
                 if w in ("drain", "keep") and ratio and ((key == "rate" and h / b < 0.97) or
                                                 (key in ("pg_cpu_us", "wal_bytes") and h / b > 1.05)):
                     failed.append(f"{w} {figures[key]} {ratio}x {base}'s")
+        if "bulk" in workloads and "drain" in workloads:
+            of_drain = {label: (median(label, "bulk", "rate") / median(label, "drain", "rate")
+                                if median(label, "bulk", "rate") and median(label, "drain", "rate") else None)
+                        for label in (base, head)}
+            print(f"| bulk | rows/s of drain's | {cell(of_drain[base])} | {cell(of_drain[head])} | | | |")
         for (label, w), why in failures.items():
             print(f"{label} {w}: {why}")
         if failed:

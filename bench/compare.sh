@@ -2,7 +2,8 @@
 # Same-run A/B gate: builds two versions of outboxd in Release and runs them alternately on one machine.
 #
 #   bench/compare.sh [--pairs N] [--rows N] [--sessions K] [--rate R] [--writers W] [--seconds S]
-#                    [--workloads drain,keep,steady,writers] BASE [HEAD]
+#                    [--bulk-rows N] [--bulk-sessions K] [--fsync]
+#                    [--workloads drain,keep,steady,writers,bulk] BASE [HEAD]
 #
 # BASE and HEAD are git refs; HEAD defaults to the working tree as it is. Each is
 # built (target outboxd only) into .scratch/compare/<commit>/ (the working tree
@@ -11,12 +12,14 @@
 # alternating pairs (default 3) and prints a table of medians with HEAD/BASE
 # ratios and the database floor. Exits 1 when HEAD's drain rate is below 0.97x
 # BASE's or its PostgreSQL CPU or WAL per row above 1.05x; 2 for bad usage.
+# --fsync runs PostgreSQL with fsync on, as Debian installs it (the scratch
+# cluster otherwise runs with fsync off); the cluster restarts to change it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 usage() {
-  sed -n '4,5p' "$0" | sed 's/^# \{0,3\}//' >&2
+  sed -n '4,6p' "$0" | sed 's/^# \{0,3\}//' >&2
   exit 2
 }
 
@@ -24,11 +27,12 @@ passed=()
 refs=()
 while (($#)); do
   case $1 in
-    --pairs | --rows | --sessions | --rate | --writers | --seconds | --workloads)
+    --pairs | --rows | --sessions | --rate | --writers | --seconds | --workloads | --bulk-rows | --bulk-sessions)
       (($# > 1)) || usage
       passed+=("$1" "$2")
       shift
       ;;
+    --fsync) export OUTBOXD_PG_FSYNC=on ;;
     -h | --help) usage ;;
     -*) usage ;;
     *) refs+=("$1") ;;
@@ -68,6 +72,8 @@ fi
 
 export OUTBOXD_SCRATCH="$root/.scratch/compare/services"
 export OUTBOXD_SERVICES="pg rabbitmq"
+# A running cluster keeps the fsync setting it started with.
+scripts/services.sh stop-pg >/dev/null 2>&1 || true
 scripts/services.sh start
 trap 'scripts/services.sh stop' EXIT
 # shellcheck disable=SC1091

@@ -3,8 +3,9 @@
 // usage: latency_consumer URL ADDRESS QUIET_SECONDS [USER PASSWORD] [rabbitmq|artemis] [ARRIVALS]
 // Receives until QUIET_SECONDS pass without a message after the first one,
 // then prints `latency_consumer received=N p50=.. p90=.. p99=.. max=..` (ms).
-// With ARRIVALS, also writes `message-id arrival-epoch-seconds` per message
-// there, so the caller can measure from each row's commit timestamp.
+// With ARRIVALS, also writes `message-id arrival-epoch-seconds latency-ms` per
+// message there, so the caller can measure from each row's commit timestamp,
+// or group the latencies by message id.
 // A C++ consumer, so that the figure is the dispatcher's and the broker's,
 // not an interpreter's on the same two cores.
 #include <proton/connection.hpp>
@@ -62,8 +63,8 @@ class LatencyConsumer final : public proton::messaging_handler {
     const auto body = proton::get<proton::binary>(message.body());
     latencies_.push_back((now - std::stod(std::string(body.begin(), body.end()))) * 1000.0);
     if (arrivals_.is_open()) {
-      char when[32];
-      std::snprintf(when, sizeof when, "%.6f", now);
+      char when[64];
+      std::snprintf(when, sizeof when, "%.6f %.3f", now, latencies_.back());
       arrivals_ << proton::get<std::string>(message.id()) << ' ' << when << '\n';
     }
     last_ = now;

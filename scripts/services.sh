@@ -21,7 +21,8 @@
 # Scratch dir: ${OUTBOXD_SCRATCH:-$PWD/.scratch}; download cache: ${OUTBOXD_CACHE:-$HOME/.cache/outboxd}.
 # Every port is chosen at start-up among free ones below the ephemeral range and kept in
 # $SCRATCH/ports.env, so several scratch dirs run side by side and a restart keeps its port.
-# OUTBOXD_SERVICES_TIMEOUT (seconds, default 300) bounds each service's start.
+# OUTBOXD_SERVICES_TIMEOUT (seconds, default 300) bounds each service's start. PostgreSQL runs
+# with fsync off unless OUTBOXD_PG_FSYNC=on.
 #
 # services.env exports, for the services that run: OUTBOXD_TEST_PG_URL (superuser URL),
 # PGHOST PGPORT PGUSER PGDATABASE, OUTBOXD_TEST_PG_SOCKET_DIR, OUTBOXD_TEST_PG_DATA;
@@ -215,6 +216,7 @@ pg_prepare() {
   ((${#sock} < 80)) || sock=$TMP_ROOT/outboxd-pg-$TAG.run
   mkdir -p "$sock"
   chown postgres: "$sock"
+  [[ ${OUTBOXD_PG_FSYNC:-off} =~ ^(on|off)$ ]] || die "OUTBOXD_PG_FSYNC must be on or off, not '$OUTBOXD_PG_FSYNC'"
   cat >"$dir/data/outboxd-services.conf" <<EOF
 # Written by scripts/services.sh at every start.
 listen_addresses = '127.0.0.1'
@@ -222,7 +224,8 @@ port = ${PORT[PG_PORT]}
 unix_socket_directories = '$sock'
 max_connections = 200
 # Throwaway data: no fsync (a killed server loses nothing; only a machine crash would).
-fsync = off
+# OUTBOXD_PG_FSYNC=on runs it as Debian installs it (bench/compare.sh --fsync).
+fsync = ${OUTBOXD_PG_FSYNC:-off}
 # The benchmark measures latency from each row's commit.
 track_commit_timestamp = on
 EOF
