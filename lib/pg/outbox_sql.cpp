@@ -231,7 +231,10 @@ std::string late_commits_possible() {
 // rows are read and flagged only when they wait behind a due timeout; with
 // one, they are read once (`c`) and flagged too when their session has a
 // late commit below the cursor. The last column says which branch ran, so
-// that the caller can move its horizon on.
+// that the caller can move its horizon on. There is no ORDER BY over the two
+// branches: sorting the claim's rows again took a seventh of the claim's
+// time (0.7 ms of 5 at 1,000 rows); each branch reads them in id order, and
+// the caller takes them in id order whatever order they come in.
 std::string claim_immediate(const std::string& s, const std::string& t) {
   const std::string rows = "SELECT m.*, " + std::string(kPayload) + " AS payload_bytes FROM " + t +
                            " m WHERE m.status = 'pending' AND m.due_at <= m.created_at AND m.id > $3 AND " +
@@ -243,8 +246,7 @@ std::string claim_immediate(const std::string& s, const std::string& t) {
                                           "(m.session_id, coalesce(m.writer, '')) IN (SELECT * FROM late)))");
   return "WITH c AS MATERIALIZED (" + rows + "), late AS (" + late_sessions(t) + ") SELECT " +
          columns(s, passed_over, "$5") + ", true FROM c m WHERE " + possible + " UNION ALL SELECT " +
-         columns(s, behind_timeout(t), "$5") + ", false FROM (" + rows + ") m WHERE NOT " + possible +
-         " ORDER BY id";
+         columns(s, behind_timeout(t), "$5") + ", false FROM (" + rows + ") m WHERE NOT " + possible;
 }
 
 // What a claim needs to know before its statements run: a snapshot taken

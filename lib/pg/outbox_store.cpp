@@ -2,6 +2,7 @@
 #include "pg/outbox_store.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -31,6 +32,18 @@ core::Error in_context(const char* context, const core::Error& error) {
 core::Status status_of(const core::Result<Rows>& rows, const char* context) {
   if (!rows) return in_context(context, rows.error());
   return {};
+}
+
+// The order in which a claim statement's rows are taken: the statement's,
+// but id order for the immediate claim, whose rows come in that order
+// without an ORDER BY (outbox_sql.cpp, claim_immediate): one look confirms
+// it, and otherwise they are sorted here.
+std::vector<int> claim_order(const Rows& rows, bool by_id) {
+  std::vector<int> order(static_cast<std::size_t>(rows.size()));
+  std::iota(order.begin(), order.end(), 0);
+  const auto lower = [&rows](int a, int b) { return rows.int64(a, sql::kId) < rows.int64(b, sql::kId); };
+  if (by_id && !std::is_sorted(order.begin(), order.end(), lower)) std::sort(order.begin(), order.end(), lower);
+  return order;
 }
 
 // The immediate claim's last column, the same in every row; false for no rows.
@@ -115,11 +128,11 @@ bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
 // and one past the byte budget ends the set: it and the rows after it are
 // left for the next claim. The result is taken and freed once decoded:
 // libpq's API gives its values only to copy out.
-core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& large) {
+core::ClaimedSet decode(Rows rows, const std::vector<int>& order, std::int64_t max_message, const LargeRows& large) {
   core::ClaimedSet set;
   const std::int64_t max_payload = max_message - kPropertiesMargin;
   set.rows.reserve(static_cast<std::size_t>(rows.size()));
-  for (int r = 0; r < rows.size(); ++r) {
+  for (const int r : order) {
     const core::RowId id = rows.int64(r, sql::kId);
     const bool later = read_later(rows, r, max_payload);
     std::optional<int> late;
@@ -158,9 +171,9 @@ core::ClaimedSet decode(Rows rows, std::int64_t max_message, const LargeRows& la
 // payloads() reads only those still pending.
 // `statement` is the store's prepared payloads().
 core::Result<LargeRows> read_large_rows(Connection& connection, const std::string& statement, const Rows& claimed,
-                                        std::int64_t max_payload, std::int64_t budget) {
+                                        const std::vector<int>& order, std::int64_t max_payload, std::int64_t budget) {
   std::vector<core::RowId> ids;
-  for (int r = 0; r < claimed.size(); ++r) {
+  for (const int r : order) {
     if (read_later(claimed, r, max_payload)) ids.push_back(claimed.int64(r, sql::kId));
   }
   LargeRows large;
@@ -268,9 +281,10 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
                                       std::pair{2, &core::ClaimedSets::scheduled},
                                       std::pair{4, &core::ClaimedSets::lanes}}) {
     if (static_cast<std::size_t>(index) >= results.value().size()) break;
-    auto large = read_large_rows(connection_, payloads, results.value()[index], max_payload, budget);
+    const auto order = claim_order(results.value()[index], set_of == &core::ClaimedSets::immediate);
+    auto large = read_large_rows(connection_, payloads, results.value()[index], order, max_payload, budget);
     if (!large) return large.error();
-    sets.*set_of = decode(std::move(results.value()[index]), bytes.max_message, large.value());
+    sets.*set_of = decode(std::move(results.value()[index]), order, bytes.max_message, large.value());
   }
   sets.next_due = wait_of(results.value()[3]);
   return sets;
