@@ -80,6 +80,7 @@ def parse_args():
     p.add_argument("--bulk-rows", type=int, default=200000)
     p.add_argument("--bulk-sessions", type=int, default=1000)
     p.add_argument("--phase-seconds", type=int, default=60)
+    p.add_argument("--bulk-seconds", type=int, default=900, help="a bulk still pending then fails its run")
     p.add_argument("--workloads", default="drain,keep,steady,writers")
     return p.parse_args()
 
@@ -318,6 +319,7 @@ class Runner:
         db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
         queue, quiet = "cmp_" + uuid.uuid4().hex[:8], "cmpq_" + uuid.uuid4().hex[:8]
         stop = threading.Event()
+        daemon = consumer = trickler = None
         try:
             consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
                                          self.broker.address(quiet), "3", self.broker.user, self.broker.password,
@@ -342,7 +344,7 @@ class Runner:
             start = self.cluster.snapshot([db.backend])
             db.sql(FILL_SQL, (queue + ":", queue, a.bulk_sessions, a.body, a.bulk_rows))
             first = db.sql("SELECT min(id) FROM outbox.messages WHERE destination = %s", (queue,))[0][0]
-            started, deadline = None, time.monotonic() + 900
+            started, deadline = None, time.monotonic() + a.bulk_seconds
             while time.monotonic() < deadline:
                 daemon.check_running()
                 now = time.monotonic()
@@ -355,7 +357,9 @@ class Runner:
                     break
                 time.sleep(0.02)
             else:
-                raise RuntimeError("bulk did not drain in 900 s")
+                left = db.sql("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
+                              (queue,))[0][0]
+                raise RunFailed(f"bulk: {left:,} of {a.bulk_rows:,} rows still pending after {a.bulk_seconds} s")
             rate = a.bulk_rows / (now - started)
             stop.set()
             trickler.join()
@@ -376,6 +380,12 @@ class Runner:
                     "outboxd_cpu_us": cpu / a.bulk_rows * 1e6, "rss_mib": rss}
         finally:
             stop.set()
+            if trickler is not None:
+                trickler.join()
+            for process in (daemon.process if daemon else None, consumer):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
             db.close()
             self.drop_queue(queue)
             self.drop_queue(quiet)

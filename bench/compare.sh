@@ -2,7 +2,7 @@
 # Same-run A/B gate: builds two versions of outboxd in Release and runs them alternately on one machine.
 #
 #   bench/compare.sh [--pairs N] [--rows N] [--sessions K] [--rate R] [--writers W] [--seconds S]
-#                    [--bulk-rows N] [--bulk-sessions K] [--fsync]
+#                    [--bulk-rows N] [--bulk-sessions K] [--bulk-seconds S] [--phase-seconds S] [--fsync]
 #                    [--workloads drain,keep,steady,writers,bulk] BASE [HEAD]
 #
 # BASE and HEAD are git refs; HEAD defaults to the working tree as it is. Each is
@@ -19,7 +19,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 usage() {
-  sed -n '4,6p' "$0" | sed 's/^# \{0,3\}//' >&2
+  sed -n '4,7p' "$0" | sed 's/^# \{0,3\}//' >&2
   exit 2
 }
 
@@ -27,7 +27,8 @@ passed=()
 refs=()
 while (($#)); do
   case $1 in
-    --pairs | --rows | --sessions | --rate | --writers | --seconds | --workloads | --bulk-rows | --bulk-sessions)
+    --pairs | --rows | --sessions | --rate | --writers | --seconds | --workloads | --bulk-rows | --bulk-sessions | \
+      --bulk-seconds | --phase-seconds)
       (($# > 1)) || usage
       passed+=("$1" "$2")
       shift
