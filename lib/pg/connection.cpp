@@ -4,6 +4,8 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <utility>
+
 #include "config/url.hpp"
 #include "config/watchdog.hpp"
 #include "pg/connect_failure.hpp"
@@ -147,8 +149,13 @@ const Failure& Connection::last_failure() const { return state_->last_failure; }
 
 int Connection::socket() const { return ok() ? PQsocket(state_->conn) : -1; }
 
+void Connection::note_own_transaction(std::int64_t transaction) { state_->own_transactions.push_back(transaction); }
+
+std::vector<std::int64_t> Connection::take_own_transactions() { return std::exchange(state_->own_transactions, {}); }
+
 core::Status Connection::reset() {
   state_->stalled = false;
+  state_->own_transactions.clear();
   for (auto& [name, statement] : state_->statements) {
     statement.prepared = false;
     statement.deallocate = false;

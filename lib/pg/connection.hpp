@@ -113,6 +113,12 @@ class Connection {
   // Waits up to `bound` for the socket; true as soon as a NOTIFY has arrived.
   core::Result<bool> wait_for_notification(std::chrono::milliseconds bound);
 
+  // The transaction ids of this connection's own writes (marks, failures,
+  // lease renewals), kept until taken: the next immediate claim tells them
+  // from writers' commits (late_commits_possible() in outbox_sql.cpp).
+  void note_own_transaction(std::int64_t transaction);
+  std::vector<std::int64_t> take_own_transactions();
+
   // Details of the most recent failure, e.g. whether a commit's outcome is unknown.
   const Failure& last_failure() const;
 

@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ struct Connection::State {
   Failure last_failure;
   std::chrono::milliseconds reply_timeout{0};  // 0: wait as long as libpq does (forever)
   bool stalled = false;  // a reply did not come within reply_timeout: the connection is given up
+  std::vector<std::int64_t> own_transactions;  // see Connection::note_own_transaction()
 
   State() = default;
   State(const State&) = delete;

@@ -36,7 +36,8 @@ std::string balance_sql(const std::string& s) {
          "WHERE l.partition IN (SELECT partition FROM mine UNION ALL SELECT partition FROM free) "
          "AND ((l.owner = $1 AND l.expires_at > now()) OR l.owner IS NULL OR l.expires_at IS NULL "
          "OR l.expires_at <= now()) RETURNING l.partition) "
-         "SELECT t.partition, coalesce(m.rank > (SELECT n FROM share), false) FROM taken t "
+         "SELECT t.partition, coalesce(m.rank > (SELECT n FROM share), false), "
+         "pg_current_xact_id_if_assigned()::text::bigint FROM taken t "
          "LEFT JOIN mine m USING (partition) ORDER BY t.partition";
 }
 
@@ -78,6 +79,10 @@ core::Status LeaseStore::hand_back_all(std::string_view instance_id) {
 core::Result<std::vector<Lease>> LeaseStore::balance(std::string_view instance_id, std::chrono::milliseconds ttl) {
   auto rows = connection_.exec_prepared(prefix_ + "balance", {std::string(instance_id), std::to_string(ttl.count())});
   if (!rows) return in_context("balancing leases", rows.error());
+  // A renewal is a write of the daemon's own, not a writer's commit (Connection::note_own_transaction).
+  if (rows.value().size() > 0) {
+    if (const auto transaction = rows.value().optional_int64(0, 2)) connection_.note_own_transaction(*transaction);
+  }
   std::vector<Lease> leased;
   leased.reserve(static_cast<std::size_t>(rows.value().size()));
   for (int r = 0; r < rows.value().size(); ++r) {

@@ -258,11 +258,10 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
       {names[0], {table_}},
       {names[1],
        {set, count, std::to_string(after_id), known_ids, inline_limit, horizon,
-        int_array_literal(own_transactions_)},
+        int_array_literal(connection_.take_own_transactions())},
        ResultFormat::binary},
       {names[2], {set, count, known_ids, inline_limit}, ResultFormat::binary},
       {names[3], {set}}};
-  own_transactions_.clear();
   if (lanes.limit > 0) {
     statements.push_back({names[4],
                           {set, std::to_string(lanes.limit), known_ids, inline_limit,
@@ -292,7 +291,7 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
 
 core::Result<int> OutboxStore::own_write(const core::Result<Rows>& rows, const char* context) {
   if (!rows) return in_context(context, rows.error());
-  if (const auto transaction = rows.value().optional_int64(0, 1)) own_transactions_.push_back(*transaction);
+  if (const auto transaction = rows.value().optional_int64(0, 1)) connection_.note_own_transaction(*transaction);
   return static_cast<int>(rows.value().int64(0, 0));
 }
 

@@ -128,8 +128,8 @@ class OutboxStore {
   // ClaimedSets::lanes; they may repeat rows of the id-order batch.
   //
   // Past the start of a pass the immediate claim asks whether a row below
-  // the cursor committed late only when a transaction other than this
-  // store's own writes since its last claim has finished since `horizon`
+  // the cursor committed late only when a transaction other than the
+  // connection's own writes since its last claim has finished since `horizon`
   // (outbox_sql.cpp, late_commits_possible()); without a horizon it always
   // asks. The claim returns the next horizon (ClaimedSets::horizon).
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id = 0,
@@ -205,7 +205,8 @@ class OutboxStore {
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);
   core::Status notify();
-  // The rows changed by one of own_write()'s statements; its transaction id is kept.
+  // The rows changed by one of own_write()'s statements; its transaction id
+  // is noted on the connection (Connection::note_own_transaction).
   core::Result<int> own_write(const core::Result<Rows>& rows, const char* context);
 
   Connection& connection_;
@@ -214,10 +215,6 @@ class OutboxStore {
   std::string channel_;
   std::string prefix_;  // of this store's prepared statement names
   std::vector<std::pair<std::string, std::string>> statements_;  // name, text
-  // The transactions of this store's marks and failures since its last
-  // claim: they insert no row, so the next claim need not count them as
-  // commits that could be late.
-  std::vector<std::int64_t> own_transactions_;
 };
 
 }  // namespace outboxd::pg

@@ -77,6 +77,7 @@ TEST_CASE("behind a pooler in session mode the settings are set after connecting
   CHECK(must(connection, "SHOW jit").text(0, 0) == "off");
   CHECK(must(connection, "SHOW plan_cache_mode").text(0, 0) == "force_generic_plan");
   CHECK(must(connection, "SHOW enable_seqscan").text(0, 0) == "off");
+  CHECK(must(connection, "SHOW enable_bitmapscan").text(0, 0) == "off");
   // Set with SET, not as startup options: RESET (and DISCARD ALL, the
   // pooler's reset query) gives the next client the server's defaults.
   must(connection, "RESET ALL");

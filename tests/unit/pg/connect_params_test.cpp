@@ -51,7 +51,7 @@ TEST_CASE("connect_params keeps the password out of every other value", "[pg]") 
   const auto keys = keywords_of(db);
   CHECK(keys.at("application_name") == "outboxd test");
   CHECK(keys.at("connect_timeout") == "2");  // whole seconds, rounded up
-  CHECK(keys.at("options") == "-c statement_timeout=2500 -c jit=off -c plan_cache_mode=force_generic_plan -c enable_seqscan=off");
+  CHECK(keys.at("options") == "-c statement_timeout=2500 -c jit=off -c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c enable_bitmapscan=off");
   CHECK(keys.at("keepalives_idle") == "15");
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("connect_params appends to the URL's own options and respects its keep
   config::DatabaseConfig db;
   REQUIRE(config::set_database_url(db, "postgresql://u@h/app?options=-c%20search_path%3Dx&keepalives_idle=60"));
   const auto keys = keywords_of(db);
-  CHECK(keys.at("options") == "-c search_path=x -c statement_timeout=30000 -c jit=off -c plan_cache_mode=force_generic_plan -c enable_seqscan=off");
+  CHECK(keys.at("options") == "-c search_path=x -c statement_timeout=30000 -c jit=off -c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c enable_bitmapscan=off");
   CHECK(keys.at("keepalives_idle") == "60");  // the URL's, not our default
 }
 
