@@ -407,6 +407,9 @@ class Runner:
             metrics = f"http://127.0.0.1:{port}/metrics"
             time.sleep(1)
             stress = pressure.Stress(self.admin_url, db, os.environ["OUTBOXD_SERVICES_SH"])
+            # Vacuum as in production: what the pressures hold back is what the phases measure.
+            self.cluster.sql("ALTER SYSTEM SET autovacuum = on")
+            self.cluster.sql("SELECT pg_reload_conf()")
             writer.start(a.rate)
             windows, figures = {}, {}
             for phase in pressure.PHASES:
@@ -440,6 +443,8 @@ class Runner:
         finally:
             writer.close()
             self.cluster.reconnect()
+            self.cluster.sql("ALTER SYSTEM SET autovacuum = off")
+            self.cluster.sql("SELECT pg_reload_conf()")
             db.conn = psycopg2.connect(db.superuser_url)
             db.conn.autocommit = True
             db.close()
