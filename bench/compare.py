@@ -238,6 +238,37 @@ class Runner:
         db.sql(FILL_SQL, (queue + ":", queue, a.sessions, a.body, a.rows))
         db.sql("VACUUM ANALYZE outbox.messages")
 
+    @staticmethod
+    def until_drained(db, daemon, first, seconds, destination=None):
+        """Seconds from row `first` dispatched to no immediate row (of `destination`) pending, by index
+        lookups every 20 ms whose backend's CPU is left out; None if not drained within `seconds`."""
+        only = "AND destination = %s" if destination else ""
+        started, deadline = None, time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            daemon.check_running()
+            now = time.monotonic()
+            if started is None and db.sql("SELECT NOT EXISTS (SELECT 1 FROM outbox.messages WHERE id = %s "
+                                          "AND status = 'pending')", (first,))[0][0]:
+                started = now
+            if started is not None and not db.sql("SELECT EXISTS (SELECT 1 FROM outbox.messages WHERE status = "
+                                                  f"'pending' AND due_at <= created_at {only})",
+                                                  (destination,) if destination else None)[0][0]:
+                return now - started
+            time.sleep(0.02)
+        return None
+
+    def vacuumed_costs(self, db, start, rows):
+        """The costs since `start` once the outbox is vacuumed. The VACUUM is the run's, not a probe's:
+        it runs in a backend of its own, which is counted (and kept open until counted: an exited
+        backend's CPU moves to the postmaster)."""
+        cleanup = psycopg2.connect(db.superuser_url)
+        try:
+            cleanup.autocommit = True
+            cleanup.cursor().execute("VACUUM outbox.messages")
+            return self.cluster.since(start, rows, [db.backend])
+        finally:
+            cleanup.close()
+
     def drain(self, binary, retention):
         """Rows/s from the first row dispatched to the last, and the costs of the whole window."""
         a = self.args
@@ -249,31 +280,12 @@ class Runner:
             start = self.cluster.snapshot([db.backend])
             daemon = Daemon(binary, db.config("run.yaml", retention=retention),
                             os.path.join(self.tmp, f"{db.name}.log"))
-            started, deadline = None, time.monotonic() + 900
-            # Index lookups every 20 ms; their backend's CPU is left out of the figures.
-            while time.monotonic() < deadline:
-                daemon.check_running()
-                now = time.monotonic()
-                if started is None and db.sql("SELECT NOT EXISTS (SELECT 1 FROM outbox.messages WHERE id = %s "
-                                              "AND status = 'pending')", (first,))[0][0]:
-                    started = now
-                if started is not None and not db.sql("SELECT EXISTS (SELECT 1 FROM outbox.messages "
-                                                      "WHERE status = 'pending' AND due_at <= created_at)")[0][0]:
-                    break
-                time.sleep(0.02)
-            else:
+            window = self.until_drained(db, daemon, first, 900)
+            if window is None:
                 raise RuntimeError("drain did not finish in 900 s")
-            rate = a.rows / (now - started)
+            rate = a.rows / window
             cpu, rss = daemon.stop()
-            # The VACUUM is the run's, not a probe's: it runs in a backend of its own, which is
-            # counted (and kept open until counted: an exited backend's CPU moves to the postmaster).
-            cleanup = psycopg2.connect(db.superuser_url)
-            try:
-                cleanup.autocommit = True
-                cleanup.cursor().execute("VACUUM outbox.messages")
-                costs = self.cluster.since(start, a.rows, [db.backend])
-            finally:
-                cleanup.close()
+            costs = self.vacuumed_costs(db, start, a.rows)
             return {"rate": rate, **costs, "outboxd_cpu_us": cpu / a.rows * 1e6, "rss_mib": rss}
         finally:
             db.close()
@@ -344,23 +356,12 @@ class Runner:
             start = self.cluster.snapshot([db.backend])
             db.sql(FILL_SQL, (queue + ":", queue, a.bulk_sessions, a.body, a.bulk_rows))
             first = db.sql("SELECT min(id) FROM outbox.messages WHERE destination = %s", (queue,))[0][0]
-            started, deadline = None, time.monotonic() + a.bulk_seconds
-            while time.monotonic() < deadline:
-                daemon.check_running()
-                now = time.monotonic()
-                if started is None and db.sql("SELECT NOT EXISTS (SELECT 1 FROM outbox.messages WHERE id = %s "
-                                              "AND status = 'pending')", (first,))[0][0]:
-                    started = now
-                if started is not None and not db.sql(
-                        "SELECT EXISTS (SELECT 1 FROM outbox.messages WHERE status = 'pending' AND destination = %s "
-                        "AND due_at <= created_at)", (queue,))[0][0]:
-                    break
-                time.sleep(0.02)
-            else:
+            window = self.until_drained(db, daemon, first, a.bulk_seconds, queue)
+            if window is None:
                 left = db.sql("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
                               (queue,))[0][0]
                 raise RunFailed(f"bulk: {left:,} of {a.bulk_rows:,} rows still pending after {a.bulk_seconds} s")
-            rate = a.bulk_rows / (now - started)
+            rate = a.bulk_rows / window
             stop.set()
             trickler.join()
             writer.close()
@@ -369,13 +370,7 @@ class Runner:
             if int(fields["received"]) != len(quiet_rows):
                 raise RuntimeError(f"bulk: {len(quiet_rows)} quiet rows written, {fields['received']} received")
             cpu, rss = daemon.stop()
-            cleanup = psycopg2.connect(db.superuser_url)
-            try:
-                cleanup.autocommit = True
-                cleanup.cursor().execute("VACUUM outbox.messages")
-                costs = self.cluster.since(start, a.bulk_rows, [db.backend])
-            finally:
-                cleanup.close()
+            costs = self.vacuumed_costs(db, start, a.bulk_rows)
             return {"rate": rate, "p50": float(fields["p50"]), "p99": float(fields["p99"]), **costs,
                     "outboxd_cpu_us": cpu / a.bulk_rows * 1e6, "rss_mib": rss}
         finally:
