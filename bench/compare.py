@@ -238,6 +238,15 @@ class Runner:
         db.sql(FILL_SQL, (queue + ":", queue, a.sessions, a.body, a.rows))
         db.sql("VACUUM ANALYZE outbox.messages")
 
+    def consumer(self, queue, quiet_seconds, arrivals=None):
+        """bench/latency_consumer on `queue`, ready; it exits `quiet_seconds` after the last message."""
+        args = [os.path.join(self.args.tools, "bench", "latency_consumer"), self.broker.url,
+                self.broker.address(queue), str(quiet_seconds), self.broker.user, self.broker.password,
+                self.broker.profile] + ([arrivals] if arrivals else [])
+        consumer = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        assert consumer.stdout.readline().strip() == "latency_consumer ready"
+        return consumer
+
     @staticmethod
     def until_drained(db, daemon, first, seconds, destination=None):
         """Seconds from row `first` dispatched to no immediate row (of `destination`) pending, by index
@@ -296,10 +305,7 @@ class Runner:
         db = Database(self.cluster, self.admin_url, self.broker, binary, self.tmp)
         queue = "cmp_" + uuid.uuid4().hex[:8]
         try:
-            consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
-                                         self.broker.address(queue), "3", self.broker.user, self.broker.password,
-                                         self.broker.profile], stdout=subprocess.PIPE, text=True)
-            assert consumer.stdout.readline().strip() == "latency_consumer ready"
+            consumer = self.consumer(queue, 3)
             db.sql("ALTER TABLE outbox.messages SET (autovacuum_enabled = false)")
             self.cluster.sql("CHECKPOINT")
             daemon = Daemon(binary, db.config("run.yaml"),
@@ -333,10 +339,7 @@ class Runner:
         stop = threading.Event()
         daemon = consumer = trickler = None
         try:
-            consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
-                                         self.broker.address(quiet), "3", self.broker.user, self.broker.password,
-                                         self.broker.profile], stdout=subprocess.PIPE, text=True)
-            assert consumer.stdout.readline().strip() == "latency_consumer ready"
+            consumer = self.consumer(quiet, 3)
             db.sql("ALTER TABLE outbox.messages SET (autovacuum_enabled = false)")
             db.sql("VACUUM ANALYZE outbox.messages")  # drained: the statistics count it empty
             self.cluster.sql("CHECKPOINT")
@@ -393,10 +396,7 @@ class Runner:
         arrivals = os.path.join(self.tmp, f"{db.name}-arrivals")
         writer = pressure.Writer(db.writer_url, queue)
         try:
-            consumer = subprocess.Popen([os.path.join(a.tools, "bench", "latency_consumer"), self.broker.url,
-                                         self.broker.address(queue), "20", self.broker.user, self.broker.password,
-                                         self.broker.profile, arrivals], stdout=subprocess.PIPE, text=True)
-            assert consumer.stdout.readline().strip() == "latency_consumer ready"
+            consumer = self.consumer(queue, 20, arrivals)
             port = free_port()
             daemon = Daemon(binary, db.config("run.yaml", http=port), os.path.join(self.tmp, f"{db.name}.log"))
             metrics = f"http://127.0.0.1:{port}/metrics"
