@@ -76,7 +76,7 @@ SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'me
 SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id', 'writer']::name[],
   'compensation message ids are unique per writer');
 
-SELECT triggers_are('outbox', 'messages', ARRAY['messages_check_destination', 'messages_set_partition',
+SELECT triggers_are('outbox', 'messages', ARRAY['messages_set_partition',
                                                 'messages_wakeup_requeue', 'messages_wakeup_reschedule',
                                                 'messages_status_event', 'messages_guard_update',
                                                 'messages_guard_delete']);
@@ -127,7 +127,6 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.fire_scheduled(text,text,text)'),
-           ('outbox.messages_check_destination()'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
            ('outbox.purge_received(interval,integer)'),
