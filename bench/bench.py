@@ -53,21 +53,32 @@ def free_port():
         return s.getsockname()[1]
 
 
+def histogram_series(metrics_text, name):
+    """The cumulative buckets of histogram `name` as {labels other than le: [(bound, count), ...]}."""
+    series = {}
+    for line in metrics_text.splitlines():
+        if line.startswith(name + "_bucket{"):
+            labels, value = line[len(name) + len("_bucket{"):].rsplit("} ", 1)
+            fields = dict(item.split("=") for item in labels.split(","))
+            le = fields.pop("le").strip('"')
+            series.setdefault(tuple(sorted(fields.items())), []).append((float(le), float(value)))
+    return series
+
+
+def bucket_bound(buckets, share):
+    """The smallest bucket bound (ms) that holds `share` of the observations."""
+    total = buckets[-1][1]
+    return next(le for le, count in buckets if count >= share * total) * 1000
+
+
 def delay_quantiles(metrics_text):
     """p50 and p99 bounds (ms) of outboxd_dispatch_delay_seconds per `until` label, read from its
     buckets: the smallest bucket bound that holds that share of the rows."""
-    buckets = {}
-    for line in metrics_text.splitlines():
-        if line.startswith("outboxd_dispatch_delay_seconds_bucket{"):
-            labels, value = line[len("outboxd_dispatch_delay_seconds_bucket{"):].rsplit("} ", 1)
-            fields = dict(item.split("=") for item in labels.split(","))
-            until, le = fields["until"].strip('"'), fields["le"].strip('"')
-            buckets.setdefault(until, []).append((float(le), float(value)))
     out = {}
-    for until, series in buckets.items():
-        total = series[-1][1]
+    for labels, buckets in histogram_series(metrics_text, "outboxd_dispatch_delay_seconds").items():
+        until = dict(labels)["until"].strip('"')
         for q in (50, 99):
-            out[f"{until} p{q}"] = next(le for le, count in series if count >= q / 100 * total) * 1000
+            out[f"{until} p{q}"] = bucket_bound(buckets, q / 100)
     return out
 
 

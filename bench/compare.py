@@ -51,13 +51,14 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 from urllib.parse import urlparse, urlunparse
 
 import psycopg2
 
 import pressure
-from bench import FILL_SQL, ENQUEUE_SQL, free_port
+from bench import FILL_SQL, ENQUEUE_SQL, bucket_bound, free_port, histogram_series
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
 from harness import Broker  # noqa: E402
@@ -82,6 +83,8 @@ def parse_args():
     p.add_argument("--phase-seconds", type=int, default=60)
     p.add_argument("--bulk-seconds", type=int, default=900, help="a bulk still pending then fails its run")
     p.add_argument("--workloads", default="drain,keep,steady,writers")
+    p.add_argument("--broker-max-length", type=int, default=0,
+                   help="RabbitMQ keeps only the newest N messages of each queue of the run (0: all)")
     return p.parse_args()
 
 
@@ -287,15 +290,19 @@ class Runner:
             self.fill(db, queue)
             first = db.sql("SELECT min(id) FROM outbox.messages")[0][0]
             start = self.cluster.snapshot([db.backend])
-            daemon = Daemon(binary, db.config("run.yaml", retention=retention),
+            port = free_port()
+            daemon = Daemon(binary, db.config("run.yaml", retention=retention, http=port),
                             os.path.join(self.tmp, f"{db.name}.log"))
-            window = self.until_drained(db, daemon, first, 900)
+            window = self.until_drained(db, daemon, first, max(900, a.rows // 1000))
             if window is None:
-                raise RuntimeError("drain did not finish in 900 s")
+                raise RuntimeError(f"drain did not finish in {max(900, a.rows // 1000)} s")
             rate = a.rows / window
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+                claims = histogram_series(reply.read().decode(), "outboxd_claim_duration_seconds")[()]
             cpu, rss = daemon.stop()
             costs = self.vacuumed_costs(db, start, a.rows)
-            return {"rate": rate, **costs, "outboxd_cpu_us": cpu / a.rows * 1e6, "rss_mib": rss}
+            return {"rate": rate, **costs, "outboxd_cpu_us": cpu / a.rows * 1e6, "rss_mib": rss,
+                    "claim_p99_ms": bucket_bound(claims, 0.99)}
         finally:
             db.close()
             self.drop_queue(queue)
@@ -521,6 +528,12 @@ class Runner:
         workloads = a.workloads.split(",")
         results = {label: {w: [] for w in workloads} for label, _ in sides}
         floors, failures = [], {}
+        if a.broker_max_length:
+            # A drain of millions of rows would otherwise hold them all in the broker; the
+            # oldest are dropped as a consumer that keeps up would take them.
+            subprocess.run([os.environ["OUTBOXD_SERVICES_SH"], "rabbitmqctl", "set_policy", "cmp-max-length", "^cmp_",
+                            f'{{"max-length": {a.broker_max_length}}}', "--apply-to", "queues"],
+                           check=True, capture_output=True, timeout=120)
         for pair in range(a.pairs):
             order = sides if pair % 2 == 0 else sides[::-1]
             for label, binary in order:
@@ -563,7 +576,7 @@ class Runner:
                    "outboxd_cpu_us": "outboxd CPU per row (us)", "rss_mib": "outboxd peak RSS (MiB)",
                  "enqueue_tps": "enqueue() transactions/s", "bare_tps": "bare table INSERTs/s",
                  "of_bare": "enqueue() / bare table"}
-        kinds = {"drain": ("rate", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
+        kinds = {"drain": ("rate", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib", "claim_p99_ms"),
                  "steady": ("p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
                  "bulk": ("rate", "p50", "p99", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib"),
                  "pressure": tuple(f"{phase}_{figure}" for phase in pressure.PHASES

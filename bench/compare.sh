@@ -3,7 +3,9 @@
 #
 #   bench/compare.sh [--pairs N] [--rows N] [--sessions K] [--rate R] [--writers W] [--seconds S]
 #                    [--bulk-rows N] [--bulk-sessions K] [--bulk-seconds S] [--phase-seconds S] [--fsync]
+#                    [--body BYTES] [--broker-max-length N]
 #                    [--workloads drain,keep,steady,writers,bulk] BASE [HEAD]
+#   bench/compare.sh --alone [the same options]
 #
 # BASE and HEAD are git refs; HEAD defaults to the working tree as it is. Each is
 # built (target outboxd only) into .scratch/compare/<commit>/ (the working tree
@@ -14,33 +16,38 @@
 # BASE's or its PostgreSQL CPU or WAL per row above 1.05x; 2 for bad usage.
 # --fsync runs PostgreSQL with fsync on, as Debian installs it (the scratch
 # cluster otherwise runs with fsync off); the cluster restarts to change it.
+# --alone runs the working tree's build only, for figures of one version.
+# --broker-max-length N keeps only the newest N messages of each queue of the
+# run in RabbitMQ, for drains of millions of rows (--rows 10000000 --body 100).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 usage() {
-  sed -n '4,7p' "$0" | sed 's/^# \{0,3\}//' >&2
+  sed -n '4,9p' "$0" | sed 's/^# \{0,3\}//' >&2
   exit 2
 }
 
 passed=()
 refs=()
+alone=0
 while (($#)); do
   case $1 in
     --pairs | --rows | --sessions | --rate | --writers | --seconds | --workloads | --bulk-rows | --bulk-sessions | \
-      --bulk-seconds | --phase-seconds)
+      --bulk-seconds | --phase-seconds | --body | --broker-max-length)
       (($# > 1)) || usage
       passed+=("$1" "$2")
       shift
       ;;
     --fsync) export OUTBOXD_PG_FSYNC=on ;;
+    --alone) alone=1 ;;
     -h | --help) usage ;;
     -*) usage ;;
     *) refs+=("$1") ;;
   esac
   shift
 done
-((${#refs[@]} == 1 || ${#refs[@]} == 2)) || usage
+if ((alone)); then ((${#refs[@]} == 0)) || usage; else ((${#refs[@]} == 1 || ${#refs[@]} == 2)) || usage; fi
 
 # Builds commit $1 (outboxd only) from its own tree; prints the binary's path.
 build_commit() {
@@ -65,7 +72,7 @@ for ref in "${refs[@]}"; do
   sha=$(git rev-parse --verify --quiet "$ref^{commit}") || { echo "compare.sh: no commit $ref" >&2; exit 2; }
   sides+=("$(git rev-parse --short "$sha")=$(build_commit "$sha")")
 done
-if ((${#refs[@]} == 1)); then
+if ((${#refs[@]} < 2)); then
   label=$(git rev-parse --short HEAD)
   [[ -z $(git status --porcelain -- lib daemon sql CMakeLists.txt cmake) ]] || label+="+changes"
   sides+=("$label=$root/build-release/daemon/outboxd")
