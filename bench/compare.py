@@ -574,6 +574,7 @@ class Runner:
         figures = {"rate": "rows/s", "p50": "commit->consumer p50 (ms)", "p99": "commit->consumer p99 (ms)",
                    "pg_cpu_us": "PostgreSQL CPU per row (us)", "wal_bytes": "WAL per row (B)",
                    "outboxd_cpu_us": "outboxd CPU per row (us)", "rss_mib": "outboxd peak RSS (MiB)",
+                   "claim_p99_ms": "claim p99, bucket bound (ms)",
                  "enqueue_tps": "enqueue() transactions/s", "bare_tps": "bare table INSERTs/s",
                  "of_bare": "enqueue() / bare table"}
         kinds = {"drain": ("rate", "pg_cpu_us", "wal_bytes", "outboxd_cpu_us", "rss_mib", "claim_p99_ms"),
