@@ -18,7 +18,8 @@
 # cluster otherwise runs with fsync off); the cluster restarts to change it.
 # --alone runs the working tree's build only, for figures of one version.
 # --broker-max-length N keeps only the newest N messages of each queue of the
-# run in RabbitMQ, for drains of millions of rows (--rows 10000000 --body 100).
+# run in RabbitMQ, for drains of millions of rows (--rows 10000000 --body 100
+# --broker-max-length 10: a long queue at its limit costs RabbitMQ a core).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
