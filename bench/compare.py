@@ -528,12 +528,16 @@ class Runner:
         workloads = a.workloads.split(",")
         results = {label: {w: [] for w in workloads} for label, _ in sides}
         floors, failures = [], {}
+        # A drain of millions of rows would otherwise hold them all in the broker; the oldest
+        # are dropped as a consumer that keeps up would take them. The node keeps its policies
+        # across restarts, so one left by an earlier run is cleared when this run sets none.
+        rabbitmqctl = [os.environ["OUTBOXD_SERVICES_SH"], "rabbitmqctl"]
         if a.broker_max_length:
-            # A drain of millions of rows would otherwise hold them all in the broker; the
-            # oldest are dropped as a consumer that keeps up would take them.
-            subprocess.run([os.environ["OUTBOXD_SERVICES_SH"], "rabbitmqctl", "set_policy", "cmp-max-length", "^cmp_",
-                            f'{{"max-length": {a.broker_max_length}}}', "--apply-to", "queues"],
+            subprocess.run(rabbitmqctl + ["set_policy", "cmp-max-length", "^cmp_",
+                                          f'{{"max-length": {a.broker_max_length}}}', "--apply-to", "queues"],
                            check=True, capture_output=True, timeout=120)
+        else:
+            subprocess.run(rabbitmqctl + ["clear_policy", "cmp-max-length"], capture_output=True, timeout=120)
         for pair in range(a.pairs):
             order = sides if pair % 2 == 0 else sides[::-1]
             for label, binary in order:
