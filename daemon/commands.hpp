@@ -56,5 +56,6 @@ int cmd_replay(const std::string& path, const ReplayOptions& options);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);
 int cmd_console(const std::string& path, const std::string& listen);
+int cmd_statements(const std::string& path);
 
 }  // namespace outboxd::daemon

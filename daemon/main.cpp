@@ -125,6 +125,8 @@ constexpr std::array kCommands{
             [](const Options& o) { return cmd_replay(o.config_path, o.replay); }},
     Command{"console", "serve the operators' web view: backlog, parked rows, timelines, audit trail",
             console_options, [](const Options& o) { return cmd_console(o.config_path, o.console_listen); }},
+    Command{"statements", "print the SQL statements `run` prepares, for the configured schema", no_options,
+            [](const Options& o) { return cmd_statements(o.config_path); }},
 };
 
 // One subcommand per table row, each with its own options and then the config file every command reads.

@@ -29,6 +29,8 @@ TEST_PACKAGES=(
   postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl pgbouncer
   python3-pytest python3-psycopg2
   shellcheck valgrind systemd
+  # scripts/statements.sh formats docs/statements.sql with pg_format.
+  pgformatter
   # A German locale for the PostgreSQL test cluster whose server messages are not English
   # (see ensure_locale).
   locales
@@ -168,8 +170,9 @@ if ((!release)); then
   build_toxiproxy
 fi
 ((build)) || exit 0
+# Warnings are errors in the project's own builds (CMakeLists.txt: OUTBOXD_WERROR).
 if ((release)); then
-  build_tree build-release Release -DOUTBOXD_TESTS=OFF -DOUTBOXD_SANITIZE=OFF
+  build_tree build-release Release -DOUTBOXD_TESTS=OFF -DOUTBOXD_SANITIZE=OFF -DOUTBOXD_WERROR=ON
 else
-  build_tree build Debug
+  build_tree build Debug -DOUTBOXD_WERROR=ON
 fi

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -18,6 +19,9 @@ namespace outboxd::pg {
 // Parameters in text format; nullopt is SQL NULL. Arrays go as literals
 // ({1,2,3}, see text_codec.hpp) with a cast in the statement: $1::bigint[].
 using Params = std::vector<std::optional<std::string>>;
+
+// Statements as a store defines them: name, text (`outboxd statements` prints them).
+using NamedStatements = std::vector<std::pair<std::string, std::string>>;
 
 // Whether a statement's result columns come as text (libpq's default) or in
 // PostgreSQL's binary send format. Binary spares bytea its hex encoding on the

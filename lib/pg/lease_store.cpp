@@ -45,17 +45,23 @@ std::string balance_sql(const std::string& s) {
 
 LeaseStore::LeaseStore(Connection& connection, std::string schema)
     : connection_(connection), prefix_("outboxd." + schema + ".") {
+  for (const auto& [name, text] : statements(schema)) connection_.define(name, text);
+}
+
+NamedStatements LeaseStore::statements(const std::string& schema) {
   const std::string s = quote_ident(schema);
-  connection_.define(prefix_ + "register_instance",
-                     "INSERT INTO " + s + ".instances (instance_id) VALUES ($1) ON CONFLICT (instance_id) "
-                     "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false");
-  connection_.define(prefix_ + "deregister", "DELETE FROM " + s + ".instances WHERE instance_id = $1");
-  // Owner NULL: the next taker raises the epoch, even if it is us again.
-  connection_.define(prefix_ + "hand_back_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
-                                                "WHERE owner = $1");
-  connection_.define(prefix_ + "balance", balance_sql(s));
-  connection_.define(prefix_ + "hand_back", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
-                                            "WHERE owner = $1 AND partition = ANY($2::int[])");
+  const std::string prefix = "outboxd." + schema + ".";
+  return {
+      {prefix + "register_instance",
+       "INSERT INTO " + s + ".instances (instance_id) VALUES ($1) ON CONFLICT (instance_id) "
+       "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false"},
+      {prefix + "deregister", "DELETE FROM " + s + ".instances WHERE instance_id = $1"},
+      // Owner NULL: the next taker raises the epoch, even if it is us again.
+      {prefix + "hand_back_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL WHERE owner = $1"},
+      {prefix + "balance", balance_sql(s)},
+      {prefix + "hand_back", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL "
+                             "WHERE owner = $1 AND partition = ANY($2::int[])"},
+  };
 }
 
 core::Status LeaseStore::register_instance(std::string_view instance_id) {

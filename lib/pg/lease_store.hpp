@@ -23,6 +23,8 @@ struct Lease {
 class LeaseStore {
  public:
   LeaseStore(Connection& connection, std::string schema);
+  // The statements it defines for outbox schema `schema`, by name.
+  static NamedStatements statements(const std::string& schema);
 
   core::Status register_instance(std::string_view instance_id);
   core::Status deregister(std::string_view instance_id);

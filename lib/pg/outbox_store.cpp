@@ -197,30 +197,37 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
       schema_(std::move(schema)),
       table_(quote_ident(schema_) + ".messages"),
       channel_(schema_ + "_wakeup"),
-      prefix_("outboxd." + schema_ + ".") {
-  const std::string leases = quote_ident(schema_) + ".leases";
-  statements_ = {
-      {prefix_ + "claim_immediate", sql::claim_immediate(quote_ident(schema_), table_)},
-      {prefix_ + "claim_scheduled", sql::claim_scheduled(quote_ident(schema_), table_)},
-      {prefix_ + "claim_lanes", sql::claim_lanes(quote_ident(schema_), table_)},
-      {prefix_ + "claim_horizon", sql::claim_horizon()},
-      {prefix_ + "refresh_statistics", sql::refresh_statistics(quote_ident(schema_))},
-      {prefix_ + "payloads", sql::payloads(table_)},
-      {prefix_ + "mark_dispatched", sql::mark_dispatched(table_, leases)},
-      {prefix_ + "delete_dispatched", sql::delete_dispatched(table_, leases)},
-      {prefix_ + "record_failures", sql::record_failures(table_, leases)},
-      {prefix_ + "time_to_next_due", sql::time_to_next_due(table_)},
-      {prefix_ + "purge", sql::purge(table_)},
-      {prefix_ + "backlog", sql::backlog(quote_ident(schema_), table_)},
-      {prefix_ + "backlog_of", sql::backlog_of(table_)},
-      {prefix_ + "purge_cancelled", sql::purge_cancelled(table_)},
-      {prefix_ + "purge_events", sql::purge_events(quote_ident(schema_))},
-      {prefix_ + "set_idle", sql::set_idle(quote_ident(schema_) + ".instances")},
-      {prefix_ + "open_transactions", sql::open_transactions()},
-      {prefix_ + "still_open", sql::still_open()},
-      {prefix_ + "standby_position", sql::standby_position(quote_ident(schema_) + ".standby_position")},
-  };
+      prefix_("outboxd." + schema_ + "."),
+      statements_(statements(schema_)) {
   for (const auto& [name, text] : statements_) connection_.define(name, text);
+}
+
+NamedStatements OutboxStore::statements(const std::string& schema) {
+  const std::string s = quote_ident(schema);
+  const std::string table = s + ".messages";
+  const std::string leases = s + ".leases";
+  const std::string prefix = "outboxd." + schema + ".";
+  return {
+      {prefix + "claim_immediate", sql::claim_immediate(s, table)},
+      {prefix + "claim_scheduled", sql::claim_scheduled(s, table)},
+      {prefix + "claim_lanes", sql::claim_lanes(s, table)},
+      {prefix + "claim_horizon", sql::claim_horizon()},
+      {prefix + "refresh_statistics", sql::refresh_statistics(s)},
+      {prefix + "payloads", sql::payloads(table)},
+      {prefix + "mark_dispatched", sql::mark_dispatched(table, leases)},
+      {prefix + "delete_dispatched", sql::delete_dispatched(table, leases)},
+      {prefix + "record_failures", sql::record_failures(table, leases)},
+      {prefix + "time_to_next_due", sql::time_to_next_due(table)},
+      {prefix + "purge", sql::purge(table)},
+      {prefix + "backlog", sql::backlog(s, table)},
+      {prefix + "backlog_of", sql::backlog_of(table)},
+      {prefix + "purge_cancelled", sql::purge_cancelled(table)},
+      {prefix + "purge_events", sql::purge_events(s)},
+      {prefix + "set_idle", sql::set_idle(s + ".instances")},
+      {prefix + "open_transactions", sql::open_transactions()},
+      {prefix + "still_open", sql::still_open()},
+      {prefix + "standby_position", sql::standby_position(s + ".standby_position")},
+  };
 }
 
 core::Status OutboxStore::prepare() {

@@ -96,6 +96,8 @@ class OutboxStore {
   // The schema is quoted into the statement texts once, here; every value
   // travels as a bound parameter. Statements are prepared on first use.
   OutboxStore(Connection& connection, std::string schema);
+  // The statements it defines for outbox schema `schema`, by name.
+  static NamedStatements statements(const std::string& schema);
 
   // Prepares every statement now, so that a missing schema or privilege
   // shows up at start-up (fatal) rather than at the first claim.
@@ -214,7 +216,7 @@ class OutboxStore {
   std::string table_;  // "schema".messages
   std::string channel_;
   std::string prefix_;  // of this store's prepared statement names
-  std::vector<std::pair<std::string, std::string>> statements_;  // name, text
+  NamedStatements statements_;
 };
 
 }  // namespace outboxd::pg
