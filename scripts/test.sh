@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: packages, build, static checks of the
-# packaging, throwaway services, then every ctest label (unit, integration, fault, fuzz: the
+# packaging, the Release build of every target with GCC and clang (scripts/release_builds.sh),
+# throwaway services, then every ctest label (unit, integration, fault, fuzz: the
 # libFuzzer targets of tests/fuzz, container: the image built from the Dockerfile with podman
 # and run against the services).
 #
@@ -19,6 +20,12 @@ scripts/setup.sh
 
 step "static checks"
 tests/packaging/check.sh
+
+# The whole suite only: a run of some labels (scripts/test.sh -L unit) skips them.
+if (($# == 0)); then
+  step "release builds"
+  scripts/release_builds.sh
+fi
 
 step services
 keep_scratch=0

@@ -36,7 +36,7 @@ TEST_CASE("the claim by destination reads the first rows of each destination but
           "[pg][store][lanes]") {
   ScratchDatabase db;
   Connection setup = db.migrated();
-  for (int i = 1; i <= 6; ++i) insert(setup, to("bulk", "b" + std::to_string(i)));
+  for (int i = 1; i <= 6; ++i) insert(setup, to("bulk", std::string("b").append(std::to_string(i))));
   for (const char* id : {"p1", "p2", "p3"}) insert(setup, to("payments", id));
   insert(setup, to("alerts", "a1"));
   insert(setup, to("carts", "c1"));

@@ -166,7 +166,10 @@ TEST_CASE("claim leaves out the rows the caller holds, and they do not fill its 
   OutboxStore store(daemon, "outbox");
   const std::string created = "now() - interval '2 hours'";
   Ids rows;
-  for (int i = 1; i <= 4; ++i) rows.push_back(insert(connection, {"r" + std::to_string(i), "s" + std::to_string(i)}));
+  for (int i = 1; i <= 4; ++i) {
+    const std::string n = std::to_string(i);
+    rows.push_back(insert(connection, {std::string("r").append(n), std::string("s").append(n)}));
+  }
   const core::RowId t1 = insert(connection, {"t1", "a", created, "now() - interval '1 hour'"});
   const core::RowId t2 = insert(connection, {"t2", "b", created, "now() - interval '1 minute'"});
 
@@ -386,7 +389,7 @@ TEST_CASE("a claim looks for late commits only when another transaction finished
   REQUIRE(store.prepare().ok());
   lease_all(connection);
   std::vector<core::RowId> to_mark;  // one a try, below the cursor
-  for (int i = 0; i < 50; ++i) to_mark.push_back(insert(connection, {"m" + std::to_string(i), std::nullopt}));
+  for (int i = 0; i < 50; ++i) to_mark.push_back(insert(connection, {std::string("m").append(std::to_string(i)), std::nullopt}));
   const core::RowId cursor = insert(connection, {"h2", "t"});
   const core::RowId later = insert(connection, {"h3", "u"});
   auto claim_from = [&](core::RowId after, const std::optional<std::string>& horizon) {

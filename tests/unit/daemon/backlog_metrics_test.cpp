@@ -86,7 +86,7 @@ TEST_CASE("Backlog: never more destinations than the bound, whatever was shown b
   for (int round = 0; round < 3; ++round) {
     pg::BacklogReport report;
     for (int i = 0; i < BacklogMetrics::kMaxDestinations; ++i) {
-      report.destinations.push_back(destination("d" + std::to_string(round) + "-" + std::to_string(i), 1));
+      report.destinations.push_back(destination(std::string("d").append(std::to_string(round)).append("-").append(std::to_string(i)), 1));
     }
     backlog.publish(report);
   }
