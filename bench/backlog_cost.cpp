@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "dispatcher_tool.hpp"
-#include "daemon/backlog_metrics.hpp"
+#include "daemon/run/backlog_metrics.hpp"
 #include "pg/connection.hpp"
 #include "pg/outbox_sql.hpp"
 #include "pg/outbox_store.hpp"

@@ -181,6 +181,12 @@ library_layering() {
   [ -z "$found" ] || { echo "core/dispatch include more than themselves and pure std headers:"; echo "$found"; bad=1; }
   found=$(grep -rHn '#include "amqp/' lib/pg || true)$(grep -rHn '#include "pg/' lib/amqp || true)
   [ -z "$found" ] || { echo "pg and amqp include each other:"; echo "$found"; bad=1; }
+  # One program per folder of daemon/: none includes another's headers.
+  local program
+  for program in run console operator; do
+    found=$(grep -rHnE '#include "daemon/(run|console|operator)/' "daemon/$program" | grep -v "\"daemon/$program/" || true)
+    [ -z "$found" ] || { echo "daemon/$program includes another program's headers:"; echo "$found"; bad=1; }
+  done
   return $bad
 }
 
@@ -195,7 +201,7 @@ cmake_links() {
 # not ours), one a line.
 doc_links() {
   awk -v lib="$1" '$1 == lib && /->/ { sub(/.*-> */, ""); sub(/ *[[(].*/, ""); print }' docs/design.md |
-    tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -xE 'core|dispatch|config|log|pg|amqp|metrics|console' | sort -u || true
+    tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -xE 'core|dispatch|config|log|pg|amqp|metrics|http|console' | sort -u || true
 }
 
 # The same rules on the link lines: core links nothing, dispatch only core (no third-party library,
@@ -212,7 +218,7 @@ library_links() {
   fi
   cmake_links pg | grep -qx outboxd_amqp && { echo "pg links amqp"; bad=1; }
   cmake_links amqp | grep -qx outboxd_pg && { echo "amqp links pg"; bad=1; }
-  for lib in core dispatch config log pg amqp metrics console; do
+  for lib in core dispatch config log pg amqp metrics http console; do
     ours=$(cmake_links "$lib" | sed -n 's/^outboxd_//p')
     [ "$ours" = "$(doc_links "$lib")" ] ||
       { echo "lib/$lib links [$(echo "$ours" | tr '\n' ' ')] but docs/design.md draws [$(doc_links "$lib" | tr '\n' ' ')]"; bad=1; }
@@ -228,7 +234,7 @@ check "Dockerfile runtime stage has every linked library" docker_runtime_libs
 check "Dockerfile COPY sources exist" docker_copy_sources
 check "Dockerfile FROM lines name exact tags or digests" docker_from_pinned
 check "Dockerfile HEALTHCHECK runs outboxd healthcheck with the run config" docker_healthcheck
-check "core and dispatch are pure, pg and amqp apart (docs/design.md)" library_layering
+check "core and dispatch are pure, pg and amqp apart, programs apart (docs/design.md)" library_layering
 check "config/prometheus loads in promtool and its alert rules pass their unit tests" tests/packaging/prometheus_rules.sh
 check "core and dispatch link nothing third-party; the link graph is the design's" library_links
 printf '%d passed, %d failed\n' "$passed" "$failed"

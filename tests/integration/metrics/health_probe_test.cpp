@@ -4,8 +4,8 @@
 #include <chrono>
 #include <string>
 
-#include "metrics/health_probe.hpp"
-#include "metrics/http_server.hpp"
+#include "http/health_probe.hpp"
+#include "http/http_server.hpp"
 
 using namespace outboxd;
 using namespace outboxd::metrics;

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "metrics/http_server.hpp"
+#include "http/http_server.hpp"
 
 using namespace outboxd::metrics;
 using std::chrono::milliseconds;

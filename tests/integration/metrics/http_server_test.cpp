@@ -11,7 +11,7 @@
 #include <chrono>
 #include <string>
 
-#include "metrics/http_server.hpp"
+#include "http/http_server.hpp"
 
 using namespace outboxd;
 using namespace outboxd::metrics;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "config/loader.hpp"
-#include "metrics/http_server.hpp"
+#include "http/http_server.hpp"
 
 using namespace outboxd;
 

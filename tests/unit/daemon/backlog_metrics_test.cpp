@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/backlog_metrics.hpp"
+#include "daemon/run/backlog_metrics.hpp"
 
 using namespace outboxd;
 using daemon::BacklogMetrics;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/backlog_ranking.hpp"
+#include "daemon/run/backlog_ranking.hpp"
 
 using namespace outboxd;
 using namespace std::chrono_literals;

@@ -1,7 +1,7 @@
 // The durations of --older-than, --since and --until.
 #include <catch2/catch.hpp>
 
-#include "daemon/duration_text.hpp"
+#include "daemon/operator/duration_text.hpp"
 
 using outboxd::daemon::parse_duration;
 using namespace std::chrono_literals;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
-#include "daemon/ports.hpp"
+#include "daemon/run/ports.hpp"
 
 namespace outboxd::daemon::test {
 

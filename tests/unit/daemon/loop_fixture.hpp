@@ -6,7 +6,7 @@
 
 #include <csignal>
 
-#include "daemon/run_loop.hpp"
+#include "daemon/run/run_loop.hpp"
 #include "fakes.hpp"
 
 namespace outboxd::daemon::test {

@@ -4,7 +4,7 @@
 
 #include <csignal>
 
-#include "daemon/run_loop.hpp"
+#include "daemon/run/run_loop.hpp"
 #include "loop_fixture.hpp"
 
 namespace outboxd::daemon::test {

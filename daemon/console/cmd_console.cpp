@@ -1,0 +1,145 @@
+// `outboxd console`: the operators' web view, served until SIGTERM or SIGINT, sampling the backlog for its charts.
+#include <pthread.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "config/listen_address.hpp"
+#include "config/secrets.hpp"
+#include "config/security_warnings.hpp"
+#include "daemon/commands.hpp"
+#include "daemon/config_loading.hpp"
+#include "daemon/console/console_app.hpp"
+#include "http/http_service.hpp"
+
+namespace outboxd::daemon {
+
+namespace {
+
+// A token shorter than this is one a person might guess or type from memory.
+constexpr std::size_t kMinTokenBytes = 16;
+
+// The /metrics bounds, with POST for the forms, a small body for their
+// fields, and longer for a page that waits on the database.
+metrics::HttpLimits console_limits() {
+  metrics::HttpLimits limits;
+  limits.methods = {"GET", "HEAD", "POST"};
+  limits.max_body = 4096;
+  limits.deadline = std::chrono::seconds(15);
+  return limits;
+}
+
+// Whether to serve on `listen` at all: loopback always; another address only
+// with console.allow_plain_http, and then with a warning.
+bool listen_allowed(const std::string& listen, const config::ConsoleConfig& console) {
+  const auto address = config::parse_listen_address(listen);
+  if (!address) {
+    std::cerr << "console: listen address: " << address.error().message << '\n';
+    return false;
+  }
+  if (config::is_loopback_host(address.value().host)) return true;
+  if (!console.allow_plain_http) {
+    std::cerr << "console: " << listen << " is not a loopback address and the console speaks plain HTTP: its token "
+              << "and login cookie would cross the network readable. Listen on loopback behind a TLS proxy, or "
+              << "set console.allow_plain_http: true to serve it anyway\n";
+    return false;
+  }
+  spdlog::warn("console: serving {} over plain HTTP (console.allow_plain_http): the token and login cookies "
+               "cross the network readable",
+               listen);
+  return true;
+}
+
+std::optional<std::string> read_token(const config::ConsoleConfig& console) {
+  if (console.token_file.empty()) {
+    std::cerr << "console: set console.token_file to a file holding the login token (at least " << kMinTokenBytes
+              << " characters)\n";
+    return std::nullopt;
+  }
+  auto token = config::read_secret_file(console.token_file, console.token_file);
+  if (!token) {
+    std::cerr << "console: console.token_file: " << token.error().message << '\n';
+    return std::nullopt;
+  }
+  if (token.value().size() < kMinTokenBytes) {
+    std::cerr << "console: console.token_file " << console.token_file << ": the token is shorter than "
+              << kMinTokenBytes << " characters\n";
+    return std::nullopt;
+  }
+  return std::move(token).value();
+}
+
+// SIGTERM, SIGINT and SIGHUP blocked in every thread from here on, taken by sigwait.
+sigset_t block_signals() {
+  sigset_t taken;
+  sigemptyset(&taken);
+  sigaddset(&taken, SIGTERM);
+  sigaddset(&taken, SIGINT);
+  sigaddset(&taken, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &taken, nullptr);
+  return taken;
+}
+
+// Until SIGTERM or SIGINT; a SIGHUP (a reload sent to every unit process) changes nothing.
+int wait_for_stop(const sigset_t& taken) {
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&taken, &signal) != 0) continue;
+    if (signal != SIGHUP) return signal;
+    spdlog::info("console: SIGHUP ignored: the console reads its configuration at start only");
+  }
+}
+
+}  // namespace
+
+int cmd_console(const std::string& path, const std::string& listen_option) {
+  auto config = load_config_or_report(path);
+  if (!config) return kExitConfig;
+  if (!init_logging(*config)) return kExitConfig;
+  const std::string listen = listen_option.empty() ? config->console.listen : listen_option;
+  if (!listen_allowed(listen, config->console)) return kExitConfig;
+  auto token = read_token(config->console);
+  if (!token) return kExitConfig;
+  auto connection = connect_for_command(*config, "console");
+  if (!connection) return kExitFailure;
+
+  const sigset_t signals = block_signals();
+  const auto interval = config->console.sample_interval;
+  ConsoleApp app(std::move(*config), std::move(*connection), std::move(*token));
+  metrics::HttpService service(console_limits());
+  app.add_routes(service.routes());
+  if (const auto started = service.start("console.listen", listen); !started) {
+    std::cerr << "console: " << started.error().message << '\n';
+    return kExitFailure;
+  }
+  spdlog::info("console: serving on port {} ({})", service.port(), listen);
+
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread sampler([&] {
+    std::unique_lock lock(mutex);
+    while (!stopping) {
+      lock.unlock();
+      app.sample();
+      lock.lock();
+      wake.wait_for(lock, interval, [&] { return stopping; });
+    }
+  });
+  spdlog::info("console: stopping on signal {}", wait_for_stop(signals));
+  {
+    std::lock_guard lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  sampler.join();
+  service.stop();
+  return kExitOk;
+}
+
+}  // namespace outboxd::daemon

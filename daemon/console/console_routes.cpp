@@ -1,0 +1,135 @@
+// `outboxd console`'s pages and actions: each reads through the operator views or acts through the operator functions.
+#include <spdlog/spdlog.h>
+
+#include "console/html.hpp"
+#include "console/pages.hpp"
+#include "daemon/console/console_app.hpp"
+#include "daemon/operator_text.hpp"
+#include "pg/operator_actions.hpp"
+#include "pg/operator_views.hpp"
+#include "pg/outbox_store.hpp"
+
+namespace outboxd::daemon {
+
+namespace {
+
+constexpr int kBodyBytesShown = 64 * 1024;
+constexpr int kTimelineRows = 1000;
+
+console::Frame frame_of(const Caller& caller) { return {caller.name, caller.csrf}; }
+
+void send(const httplib::Request& request, httplib::Response& response, const nlohmann::json& document,
+          const std::function<std::string()>& html) {
+  if (wants_json(request)) {
+    response.set_content(document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace),
+                         "application/json; charset=utf-8");
+  } else {
+    response.set_content(html(), "text/html; charset=utf-8");
+  }
+}
+
+void failed(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+            const core::Error& error) {
+  response.status = error.kind == core::ErrorKind::rejected ? 400 : 503;
+  send(request, response, {{"error", error.message}},
+       [&] { return console::problem_page(frame_of(caller), "Database error", error.message); });
+}
+
+}  // namespace
+
+void ConsoleApp::overview(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+  auto report = with_database([&](pg::Connection& c) { return pg::OutboxStore(c, config_.outbox.schema).status(); });
+  if (!report) return failed(request, response, caller, report.error());
+  const nlohmann::json status = status_json(report.value());
+  send(request, response, status, [&] {
+    std::lock_guard lock(samples_mutex_);
+    return console::overview_page(frame_of(caller), status, samples_, monotonic_seconds());
+  });
+}
+
+void ConsoleApp::parked(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+  pg::ParkedFilter filter{true, request.get_param_value("destination"), request.get_param_value("session"),
+                          std::nullopt, 500};
+  auto listed = with_database([&](pg::Connection& c) { return pg::OperatorViews(c, config_.outbox.schema).parked(filter); });
+  if (!listed) return failed(request, response, caller, listed.error());
+  const nlohmann::json document{{"rows", parsed(listed.value().rows)}, {"matched", listed.value().matched}};
+  send(request, response, document, [&] { return console::parked_page(frame_of(caller), document); });
+}
+
+void ConsoleApp::row(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+  const std::string message_id = request.matches[2];
+  pg::RowHistory history;
+  std::optional<pg::BodyPrefix> body;
+  const auto read = with_database([&](pg::Connection& c) -> core::Status {
+    pg::OperatorViews views(c, config_.outbox.schema);
+    auto shown = views.show(message_id);
+    if (!shown) return shown.error();
+    history = std::move(shown).value();
+    auto prefix = views.body(message_id, kBodyBytesShown);
+    if (!prefix) return prefix.error();
+    body = std::move(prefix).value();
+    return {};
+  });
+  if (!read) return failed(request, response, caller, read.error());
+  const nlohmann::json row = history.row ? nlohmann::json::parse(*history.row) : nlohmann::json();
+  const auto events = parsed(history.events);
+  if (!history.row) response.status = 404;
+  send(request, response, {{"row", row}, {"events", events}}, [&] {
+    const console::BodyView view = body ? console::BodyView{body->bytes, body->size, body->content_type}
+                                        : console::BodyView{};
+    return console::row_page(frame_of(caller), message_id, row, events, view);
+  });
+}
+
+void ConsoleApp::session(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+  const std::string session_id = request.matches[2];
+  auto timeline = with_database(
+      [&](pg::Connection& c) { return pg::OperatorViews(c, config_.outbox.schema).timeline(session_id, kTimelineRows); });
+  if (!timeline) return failed(request, response, caller, timeline.error());
+  const nlohmann::json document{{"session_id", session_id},
+                                {"rows", parsed(timeline.value().rows.rows)},
+                                {"matched", timeline.value().rows.matched},
+                                {"limit", kTimelineRows},
+                                {"workflow_states", parsed(timeline.value().workflow_states)}};
+  send(request, response, document, [&] { return console::session_page(frame_of(caller), session_id, document); });
+}
+
+void ConsoleApp::audit(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+  const console::AuditFilter shown{request.get_param_value("message_id"), request.get_param_value("session_id"),
+                                   request.get_param_value("role"), request.get_param_value("since"),
+                                   request.get_param_value("until")};
+  const pg::AuditFilter filter{shown.message_id, shown.session_id, shown.role, shown.since, shown.until, 500};
+  auto listed = with_database([&](pg::Connection& c) { return pg::OperatorViews(c, config_.outbox.schema).audit(filter); });
+  if (!listed) return failed(request, response, caller, listed.error());
+  const nlohmann::json document{{"events", parsed(listed.value().rows)}, {"matched", listed.value().matched}};
+  send(request, response, document, [&] { return console::audit_page(frame_of(caller), shown, document); });
+}
+
+// The same functions as `outboxd requeue` and `skip`: each changed row gets a
+// row_events entry with the console's database role and "console:<login name>".
+void ConsoleApp::act(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+  const std::string kind = request.matches[2];
+  const std::string id = request.matches[3];
+  const std::string action = request.matches[4];
+  pg::ParkedTarget target;
+  if (kind == "parked") {
+    target.message_ids = {id};
+  } else {
+    target.session_id = id;
+  }
+  auto changed = with_database([&](pg::Connection& c) {
+    pg::OperatorActions actions(c, config_.outbox.schema, "console:" + caller.name);
+    return action == "requeue" ? actions.requeue(target) : actions.skip(target);
+  });
+  if (!changed) return failed(request, response, caller, changed.error());
+  const auto& ids = changed.value();
+  spdlog::info("console: {} by {}: {} parked row{}: {}", action, caller.name, ids.size(), ids.size() == 1 ? "" : "s",
+               id_list(ids));
+  if (wants_json(request)) {
+    send(request, response, {{"action", action}, {"changed", ids}}, [] { return std::string(); });
+  } else {
+    response.set_redirect(kind == "parked" ? "/parked" : "/sessions/" + console::url_segment(id), 303);
+  }
+}
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,253 @@
+// The run loop: start, one iteration as a fixed list of steps, finish; and the claim and publish steps.
+#include "daemon/run/run_loop.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/commands.hpp"
+#include "dispatch/wake_rules.hpp"
+
+namespace outboxd::daemon {
+
+namespace {
+
+using dispatch::Timer;
+using std::chrono::milliseconds;
+
+// First look at transactions that were open when NOTIFY was armed; the delay
+// doubles up to the poll interval while they stay open.
+constexpr milliseconds kLateCommitCheck{10};
+
+// A standby streaming on a LAN flushes within a millisecond or two of the
+// primary: look again after 1 ms, then less often, down to 10 reads a second
+// for a standby that stopped reporting. A wait of 5 s is no lag but an outage.
+constexpr milliseconds kStandbyFirstCheck{1};
+constexpr milliseconds kStandbyLongestCheck{100};
+constexpr milliseconds kStandbyWarnAfter{5000};
+
+// Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
+dispatch::NotifyPolicy::Settings notify_settings(const config::DispatchConfig& d) {
+  const auto rate = static_cast<double>(d.notify_max_rate);
+  return {rate, 0.4 * rate, std::chrono::milliseconds(100), d.busy_poll};
+}
+
+}  // namespace
+
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
+  dispatch::PlannerPolicy policy;
+  policy.window = static_cast<std::size_t>(d.in_flight);
+  policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
+  policy.max_buffered = static_cast<std::size_t>(d.in_flight + 2 * d.batch_size);
+  policy.in_flight_bytes = static_cast<std::size_t>(d.in_flight_bytes);
+  policy.max_attempts = d.max_attempts;
+  policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
+  policy.release_retry = d.release_retry;
+  policy.releases_per_attempt = d.releases_per_attempt;
+  return policy;
+}
+
+RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
+    : config_(std::move(config)),
+      instance_id_(std::move(instance_id)),
+      metrics_(registry_),
+      backlog_(registry_),
+      db_(ports.database),
+      broker_(ports.broker),
+      events_(ports.events),
+      clock_(ports.clock),
+      random_(ports.random),
+      book_(planner_policy(config_.dispatch), clock_, random_),
+      leases_(config_.leases, instance_id_, clock_),
+      service_(clock_),
+      late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
+      notify_policy_(notify_settings(config_.dispatch), clock_.now()),
+      standby_({kStandbyFirstCheck, kStandbyLongestCheck, kStandbyWarnAfter}) {}
+
+int RunLoop::run() {
+  if (auto failed = start()) return *failed;
+  while (iterate()) {
+  }
+  return finish();
+}
+
+std::optional<int> RunLoop::start() {
+  spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
+  metrics::beat(health_, clock_.now());
+  if (!config_.http.listen.empty()) {
+    // The loop may sleep a whole poll interval when idle: only a longer silence is a stall.
+    const auto stale_after = std::chrono::ceil<std::chrono::seconds>(config_.dispatch.poll_interval) +
+                             std::chrono::seconds(30);
+    http_ = std::make_unique<metrics::HttpServer>(registry_, health_, stale_after);
+    if (auto listening = http_->start(config_.http.listen); !listening) {
+      spdlog::critical("{}", listening.error().message);
+      return 1;
+    }
+    spdlog::info("serving /metrics, /healthz and /readyz on {}", config_.http.listen);
+  }
+  if (auto started = broker_.start(); !started) {
+    spdlog::critical("cannot start the AMQP client: {}", started.error().message);
+    return 1;
+  }
+  if (broker_.plain_over_cleartext()) {
+    spdlog::warn("broker: SASL PLAIN sends the password in clear text over amqp:// to a non-loopback host; "
+                 "use amqps:// (or set broker.allow_insecure_plain to silence this)");
+  }
+  const auto now = clock_.now();
+  timers_.set(Timer::poll, now + config_.dispatch.poll_interval);
+  timers_.set(Timer::purge, now);
+  timers_.set(Timer::backlog, now);  // the first measurement comes at once
+  schedule_stats(now);
+  schedule_backlog(now);
+  report_status(false);
+  return std::nullopt;
+}
+
+bool RunLoop::iterate() {
+  if (exit_code_) return false;
+  handle_signals();
+  apply_outcomes();
+  if (auto kept = keep_database(); !kept) {
+    stop_for(kept.error());
+    return false;
+  }
+  publish_ready();  // a session's next row goes out before the database round trips
+  persist_decisions();
+  keep_leases();
+  claim_rows();
+  publish_ready();
+  purge_finished();
+  measure_backlog();
+  log_stats();
+  if (stopping_ && finished_stopping()) return false;
+  announce_ready();
+  report_status(false);
+  service_.keep_alive();
+  update_health();
+  sleep_until_next_event();
+  return !exit_code_;
+}
+
+int RunLoop::finish() {
+  persist_decisions();
+  if (db_.up()) {
+    if (auto handed = leases_.hand_back_all(db_.leases()); !handed) {
+      spdlog::warn("could not hand back leases: {}", handed.error().message);
+    }
+    [[maybe_unused]] auto gone = db_.leases().deregister(instance_id_);
+  }
+  broker_.stop();
+  if (http_) http_->stop();
+  if (book_.in_flight() > 0) {
+    spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", book_.in_flight());
+  }
+  spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
+  return exit_code_.value_or(0);
+}
+
+core::Status RunLoop::keep_database() {
+  if (auto connected = db_.ensure_connected(); !connected) return connected;
+  if (db_.just_connected()) {
+    book_.restart_pass();
+    notify_armed_ = false;
+    late_commits_.clear();
+    leases_.force_renewal();
+  }
+  return {};
+}
+
+void RunLoop::fail_database(const core::Error& error) {
+  if (error.kind == core::ErrorKind::fatal || error.kind == core::ErrorKind::forbidden) stop_for(error);
+  metrics_.database_lost.inc();
+  db_.lost(error);
+}
+
+// Ends the run on an error that retrying cannot fix. A missing privilege exits
+// as a configuration error, which systemd does not restart: a restarted daemon
+// would publish the rows it could not mark again, and again. So does a login
+// the server refuses: restarting cannot change the credentials or the database name.
+void RunLoop::stop_for(const core::Error& error) {
+  if (error.kind == core::ErrorKind::forbidden) {
+    spdlog::critical("database: {}; {}", error.message, db_.privilege_fix());
+    exit_code_ = kExitConfig;
+  } else if (db_.login_refused()) {
+    spdlog::critical("database: {}", error.message);
+    exit_code_ = kExitConfig;
+  } else {
+    spdlog::critical("database: {}", error.message);
+    exit_code_ = kExitFailure;
+  }
+}
+
+void RunLoop::claim_rows() {
+  if (standby_.waiting()) return check_standby();
+  if (!claim_possible()) return;
+  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size),
+                                           static_cast<std::size_t>(config_.dispatch.claim_bytes));
+  const auto started = clock_.now();
+  const core::ClaimBytes bytes{config::max_message_bytes(config_),
+                               static_cast<std::int64_t>(request.statement_bytes)};
+  auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
+                               request.known, bytes, request.lanes, request.horizon);
+  if (!sets) return fail_database(sets.error());
+  metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
+  dispatch::WaitingClaim claim{std::move(sets).value(), request, started, leases_.partitions(), book_.pass_restarts()};
+  if (config_.database.wait_for_standby.mode != config::StandbyWait::Mode::none && claim.rows() > 0) {
+    return await_standby(std::move(claim));
+  }
+  accept_claim(std::move(claim.sets), claim.request, claim.started);
+}
+
+void RunLoop::accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
+                           core::SteadyTime started) {
+  const auto claimed = book_.on_claim(std::move(sets), request, started);
+  metrics_.claimed.inc(claimed.added);
+  if (claimed.statistics_stale) refresh_statistics();
+  notify_policy_.on_claim(claimed.rows, clock_.now());
+  after_claim(claimed);
+}
+
+// A pass read more rows than the planner's statistics count
+// (dispatch::StatisticsWatch): the claims' plans were made for a smaller
+// table. An ANALYZE makes PostgreSQL plan them again.
+void RunLoop::refresh_statistics() {
+  const auto started = clock_.now();
+  if (auto refreshed = db_.rows().refresh_statistics(); !refreshed) return fail_database(refreshed.error());
+  spdlog::info("outbox statistics refreshed (ANALYZE, {} ms): a pass read more rows than they counted",
+               std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - started).count());
+}
+
+// How the next claim comes about (dispatch::after_claim).
+void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
+  const auto next = dispatch::after_claim(claimed.more, notify_policy_.busy(), notify_armed_);
+  const auto now = clock_.now();
+  if (next.follow_scheduled) {
+    timers_.follow(Timer::scheduled, claimed.next_due ? std::optional(core::saturating_add(now, *claimed.next_due))
+                                                      : std::nullopt);
+  }
+  if (next.disarm_notify) arm_notify(false);
+  if (next.busy_claim) timers_.set(Timer::busy_claim, clock_.now() + notify_policy_.busy_poll());
+}
+
+void RunLoop::publish_ready() {
+  // Exiting: rows published now could not be marked.
+  if (stopping_ || exit_code_ || !broker_up_ || !leases_.may_publish()) return;
+  const auto unsendable = book_.counters().unsendable;
+  auto rows = book_.take_ready();
+  // Rows the claim found unsendable were parked instead of handed out.
+  if (const auto parked = book_.counters().unsendable - unsendable; parked > 0) {
+    metrics_.unsendable.inc(parked);
+    timers_.set_earlier(Timer::mark, clock_.now() + kMarkDelay);
+  }
+  if (rows.empty()) return;
+  const auto now = clock_.now();
+  for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, row.id, now);
+  metrics_.published.inc(rows.size());
+  broker_.send(std::move(rows), leases_.valid_until());
+}
+
+bool RunLoop::finished_stopping() const {
+  return (book_.in_flight() == 0 && book_.pending_writes().empty()) || timers_.due(Timer::stop, clock_.now());
+}
+
+}  // namespace outboxd::daemon

@@ -1,0 +1,60 @@
+// When the loop sleeps and what wakes it: the wake-up rules and the timer set applied to the ports.
+#include "daemon/run/run_loop.hpp"
+
+#include "dispatch/wake_rules.hpp"
+
+namespace outboxd::daemon {
+
+using dispatch::Timer;
+
+bool RunLoop::claim_possible() const {
+  return book_.claim_may_find_rows() && !standby_.waiting() && !stopping_ && db_.up() && leases_.may_publish() &&
+         book_.room_for_claim(static_cast<std::size_t>(config_.dispatch.batch_size));
+}
+
+// The deadlines other parts own, copied in before the sleep is measured.
+void RunLoop::follow_timers() {
+  timers_.follow(Timer::retry, book_.next_retry());
+  timers_.follow(Timer::ping, service_.next_ping());
+  timers_.follow(Timer::lease_expiry,
+                 leases_.may_publish() ? std::optional(leases_.valid_until()) : std::nullopt);
+  timers_.follow(Timer::reconnect, db_.next_attempt());
+  timers_.set(Timer::lease_renewal, leases_.next_renewal());
+  timers_.follow(Timer::late_commit, late_commits_.next_check());
+  timers_.follow(Timer::standby, standby_.next_check());
+}
+
+void RunLoop::sleep_until_next_event() {
+  const auto decision = dispatch::before_sleep({.claim_possible = claim_possible(),
+                                                .claim_may_find_rows = book_.claim_may_find_rows(),
+                                                .notify_armed = notify_armed_,
+                                                .notifications = db_.notifications(),
+                                                .busy = notify_policy_.busy(),
+                                                .database_up = db_.up(),
+                                                .stopping = stopping_});
+  if (decision == dispatch::BeforeSleep::claim) return;
+  if (decision == dispatch::BeforeSleep::arm_notify) {
+    arm_notify(true);
+    book_.expect_rows();
+    if (claim_possible()) return;
+  }
+  // libpq reads a NOTIFY that arrives during a statement along with its
+  // results and queues it: the socket will not become readable for it.
+  if (db_.drain_notifications()) {
+    book_.expect_rows();
+    if (claim_possible()) return;
+  }
+  follow_timers();
+  const auto ready = events_.wait(db_.socket(), dispatch::sleep_budget(timers_, clock_.now(), db_.up()));
+  if (ready.database && db_.drain_notifications()) book_.expect_rows();
+  const auto now = clock_.now();
+  if (timers_.fire(Timer::poll, now)) {
+    book_.expect_rows();
+    timers_.set(Timer::poll, now + config_.dispatch.poll_interval);
+  }
+  if (timers_.fire(Timer::scheduled, now)) book_.expect_rows();
+  if (timers_.fire(Timer::busy_claim, now)) book_.expect_rows();
+  check_late_commits();
+}
+
+}  // namespace outboxd::daemon
