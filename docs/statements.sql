@@ -28,8 +28,8 @@ WITH c AS MATERIALIZED (
           SELECT 1
           FROM "outbox".messages b
           WHERE b.session_id = m.session_id
-            AND b.id < m.id
             AND b.writer IS NOT DISTINCT FROM m.writer
+            AND b.id < m.id
             AND (b.status = 'parked'
               OR (b.status = 'pending'
                 AND b.next_attempt_at IS NOT NULL
@@ -39,61 +39,73 @@ WITH c AS MATERIALIZED (
           SELECT unnest($4::bigint[]))
         ORDER BY m.id
         LIMIT $2
-), late AS (
+), late AS MATERIALIZED (
   SELECT s.session_id, s.writer
-  FROM ( SELECT DISTINCT c.session_id, coalesce(c.writer, '') AS writer FROM c WHERE c.session_id IS NOT NULL) s WHERE EXISTS (SELECT 1 FROM "outbox".messages l WHERE l.session_id = s.session_id AND l.id <= $3 AND l.status = 'pending' AND NOT (l.due_at > l.created_at) AND coalesce(l.writer, '') = s.writer
-      AND l.id NOT IN (
-        SELECT unnest($4::bigint[])) OFFSET 0))
-SELECT m.id, m.message_id, m.destination,
-  m.session_id, m.writer, m.correlation_id, m.parent_message_id,
-  m.originating_message_id, m.subject, m.content_type, m.traceparent,
-  CASE WHEN m.payload_bytes > $5::bigint THEN
-    NULL
-  ELSE
-    m.headers::text
-  END, CASE WHEN m.payload_bytes > $5::bigint THEN
-    NULL
-  ELSE
-    m.body
-  END, (extract(epoch FROM m.ttl) * 1000)::bigint, m.created_at, m.due_at, m.due_at > m.created_at,
+  FROM ( SELECT DISTINCT c.session_id, c.writer
+    FROM c
+    WHERE c.session_id IS NOT NULL) s
+  WHERE EXISTS (
+      SELECT 1
+      FROM "outbox".messages l
+      WHERE l.session_id = s.session_id
+        AND l.writer IS NOT DISTINCT FROM s.writer
+        AND l.id <= $3
+        AND l.status = 'pending'
+        AND NOT (l.due_at > l.created_at)
+        AND l.id NOT IN (
+          SELECT unnest($4::bigint[])) OFFSET 0))
+  SELECT m.id, m.message_id, m.destination, m.session_id,
+    m.writer, m.correlation_id, m.parent_message_id, m.originating_message_id,
+    m.subject, m.content_type, m.traceparent, CASE WHEN m.payload_bytes > $5::bigint THEN
+      NULL
+    ELSE
+      m.headers::text
+    END,
+    CASE WHEN m.payload_bytes > $5::bigint THEN
+      NULL
+    ELSE
+      m.body
+    END, (extract(epoch FROM m.ttl) * 1000)::bigint, m.created_at, m.due_at, m.due_at > m.created_at,
   m.attempts, m.partition, (date_part('epoch', now() - greatest (m.created_at, m.due_at, m.next_attempt_at)) * 1000000)::bigint, m.payload_bytes,
-  CASE WHEN (
-    SELECT st.allowed_destinations IS NULL
-      AND st.destination_charset <> 'latin1'
-    FROM "outbox".settings st) THEN
-    NULL
-  WHEN (
-    SELECT st.destination_charset = 'latin1'
-    FROM "outbox".settings st)
-    AND "outbox".beyond_latin1 (m.destination) THEN
-    'destination_charset'
-  WHEN (
-    SELECT st.allowed_destinations
-    FROM "outbox".settings st) IS NOT NULL
-    AND NOT ("outbox".address_or_reserved (m.destination)
-      OR "outbox".plain_name_allowed (m.destination, (
-          SELECT st.allowed_destinations
-          FROM "outbox".settings st))) THEN
-    'allowed_destinations'
-  END, ((m.session_id IS NOT NULL
-    AND coalesce((
-      SELECT d.due_at <= now()
-  FROM "outbox".messages d
+CASE WHEN (
+  SELECT st.allowed_destinations IS NULL
+    AND st.destination_charset <> 'latin1'
+  FROM "outbox".settings st) THEN
+  NULL
+WHEN (
+  SELECT st.destination_charset = 'latin1'
+  FROM "outbox".settings st)
+  AND "outbox".beyond_latin1 (m.destination) THEN
+  'destination_charset'
+WHEN (
+  SELECT st.allowed_destinations
+  FROM "outbox".settings st) IS NOT NULL
+  AND NOT ("outbox".address_or_reserved (m.destination)
+    OR "outbox".plain_name_allowed (m.destination, (
+        SELECT st.allowed_destinations
+        FROM "outbox".settings st))) THEN
+  'allowed_destinations'
+END, ((m.session_id IS NOT NULL
+  AND coalesce((
+    SELECT d.due_at <= now()
+FROM "outbox".messages d
 WHERE d.status = 'pending'
   AND d.due_at > d.created_at ORDER BY d.due_at LIMIT 1), false)
 AND EXISTS (
   SELECT 1
   FROM "outbox".messages e
 WHERE e.session_id = m.session_id
+  AND e.writer IS NOT DISTINCT FROM m.writer
+  AND e.id < m.id
   AND e.status = 'pending'
   AND e.due_at > e.created_at
-  AND e.due_at <= now()
-AND e.id < m.id
-AND e.writer IS NOT DISTINCT FROM m.writer))
+  AND e.due_at <= now()))
   OR (m.session_id IS NOT NULL
-    AND (m.session_id, coalesce(m.writer, '')) IN (
-      SELECT *
-      FROM late))), true
+    AND EXISTS (
+      SELECT 1
+      FROM late s
+    WHERE s.session_id = m.session_id
+      AND s.writer IS NOT DISTINCT FROM m.writer))), true
 FROM c m
 WHERE ($3 > 0
   AND ($6::text IS NULL
@@ -156,11 +168,11 @@ WHERE ($3 > 0
         SELECT 1
         FROM "outbox".messages e
         WHERE e.session_id = m.session_id
+          AND e.writer IS NOT DISTINCT FROM m.writer
+          AND e.id < m.id
           AND e.status = 'pending'
           AND e.due_at > e.created_at
-          AND e.due_at <= now()
-          AND e.id < m.id
-          AND e.writer IS NOT DISTINCT FROM m.writer)), false
+          AND e.due_at <= now())), false
   FROM (
     SELECT m.*, octet_length(m.body)::bigint + octet_length(m.headers::text) AS payload_bytes
     FROM "outbox".messages m
@@ -185,8 +197,8 @@ WHERE ($3 > 0
             SELECT 1
             FROM "outbox".messages b
             WHERE b.session_id = m.session_id
-              AND b.id < m.id
               AND b.writer IS NOT DISTINCT FROM m.writer
+              AND b.id < m.id
               AND (b.status = 'parked'
                 OR (b.status = 'pending'
                   AND b.next_attempt_at IS NOT NULL
@@ -273,8 +285,8 @@ FROM (
           SELECT 1
           FROM "outbox".messages b
           WHERE b.session_id = m.session_id
-            AND b.id < m.id
             AND b.writer IS NOT DISTINCT FROM m.writer
+            AND b.id < m.id
             AND (b.status = 'parked'
               OR (b.status = 'pending'
                 AND b.next_attempt_at > now()))))
@@ -290,11 +302,11 @@ FROM (
               SELECT 1
               FROM "outbox".messages e
               WHERE e.session_id = m.session_id
+                AND e.writer IS NOT DISTINCT FROM m.writer
+                AND e.id < m.id
                 AND e.status = 'pending'
                 AND e.due_at > e.created_at
-                AND e.due_at <= now()
-                AND e.id < m.id
-                AND e.writer IS NOT DISTINCT FROM m.writer))
+                AND e.due_at <= now()))
           ORDER BY m.due_at, m.id
           LIMIT $2
           FOR UPDATE
@@ -384,8 +396,8 @@ FROM lane
             SELECT 1
             FROM "outbox".messages b
             WHERE b.session_id = m.session_id
-              AND b.id < m.id
               AND b.writer IS NOT DISTINCT FROM m.writer
+              AND b.id < m.id
               AND (b.status = 'parked'
                 OR (b.status = 'pending'
                   AND b.next_attempt_at > now()))))
@@ -401,19 +413,19 @@ FROM lane
                 SELECT 1
                 FROM "outbox".messages e
                 WHERE e.session_id = m.session_id
+                  AND e.writer IS NOT DISTINCT FROM m.writer
+                  AND e.id < m.id
                   AND e.status = 'pending'
                   AND e.due_at > e.created_at
-                  AND e.due_at <= now()
-                  AND e.id < m.id
-                  AND e.writer IS NOT DISTINCT FROM m.writer))
+                  AND e.due_at <= now()))
               AND (m.session_id IS NULL
                 OR NOT EXISTS (
                   SELECT 1
                   FROM "outbox".messages e
                   WHERE e.session_id = m.session_id
                     AND e.writer IS NOT DISTINCT FROM m.writer
-                    AND e.status = 'pending'
                     AND e.id < m.id
+                    AND e.status = 'pending'
                     AND e.destination <> m.destination
                     AND (e.due_at <= e.created_at
                       OR e.due_at <= now())

@@ -1,36 +1,12 @@
 // The SQL of the dispatch loop, written against the partial indexes of 001_outbox.sql and 004_due_order.sql.
 #include "pg/outbox_sql.hpp"
+#include "pg/session_order_sql.hpp"
 
 #include <array>
 #include <string_view>
 
 namespace outboxd::pg::outbox_sql {
 namespace {
-
-// Strict order among due rows: a row waits while an earlier row of its
-// session is a due timeout still pending, in flight or beyond the limit of
-// the claim that took it (timeouts are claimed in due_at order, not id
-// order); the caller claims again once that timeout is marked. A session is
-// its writer's, as in not_blocked(). Implies
-// messages_due_session_idx's predicate; its range (session, due so far) is
-// usually empty. Most of the time no timeout is due at all: one look at the
-// head of messages_scheduled_idx per statement (an InitPlan) then spares the
-// probe per row.
-//
-// The immediate claim reads it as a column and the caller drops such rows:
-// as a filter it made the generic plan sort every pending row instead of
-// walking messages_ready_idx (the planner cannot know that it rarely holds),
-// and the pass's cursor moves past those rows anyway. The scheduled claim,
-// which has no cursor, filters: rows behind a timeout must not fill its batch.
-std::string behind_timeout(const std::string& t) {
-  return "(m.session_id IS NOT NULL "
-         "AND coalesce((SELECT d.due_at <= now() FROM " + t + " d WHERE d.status = 'pending' "
-         "AND d.due_at > d.created_at ORDER BY d.due_at LIMIT 1), false) "
-         "AND EXISTS ("
-         "SELECT 1 FROM " + t + " e WHERE e.session_id = m.session_id AND e.status = 'pending' "
-         "AND e.due_at > e.created_at AND e.due_at <= now() AND e.id < m.id "
-         "AND e.writer IS NOT DISTINCT FROM m.writer))";
-}
 
 // Claims are read in binary format (see OutboxStore::claim), so every column
 // must be of a type Rows reads in binary: text-like, bytea, int, bigint,
@@ -105,33 +81,6 @@ std::string bounded_claim(const std::string& columns_list, const std::string& t,
          t + " m WHERE " + where + " ORDER BY " + order + tail + ") m ORDER BY " + order;
 }
 
-// Strict per-session order: a parked or backing-off row blocks every
-// later row of its session. A session is its writer's (core::order_key):
-// another writer's rows of the same session_id are not blocked, and rows
-// without writer (before 009) are one writer; the writer is compared on the
-// few rows the index range finds. The predicate implies messages_blocked_idx's.
-// While that index is empty, as it mostly is, one look at it per statement
-// (an InitPlan) spares the probe per row, a tenth of the claim's time.
-//
-// Past the start of a pass (`cursor` > 0, the immediate claim only) a
-// backing-off row below the cursor blocks its session until the pass ends,
-// even once its time has come: the pass has moved past it, and its session's
-// later rows must not go first. Late commits are not the only rows below the
-// cursor that a claim must not overtake (late_commits_possible()).
-std::string not_blocked(const std::string& t, const char* cursor) {
-  const std::string backing_off = cursor == nullptr
-                                      ? std::string("b.next_attempt_at > now()")
-                                      : "b.next_attempt_at IS NOT NULL AND (b.next_attempt_at > now() OR b.id <= " +
-                                            std::string(cursor) + ")";
-  return "(m.session_id IS NULL "
-         "OR NOT coalesce((SELECT true FROM " + t + " a WHERE a.status = 'parked' "
-         "OR (a.status = 'pending' AND a.next_attempt_at IS NOT NULL) LIMIT 1), false) "
-         "OR NOT EXISTS ("
-         "SELECT 1 FROM " + t + " b WHERE b.session_id = m.session_id AND b.id < m.id "
-         "AND b.writer IS NOT DISTINCT FROM m.writer "
-         "AND (b.status = 'parked' OR (b.status = 'pending' AND " + backing_off + "))))";
-}
-
 // The partitions $1, tested per row only when they are not all of them (an
 // InitPlan): a single instance holds every partition, and a linear search of
 // its 64 per row was a twentieth of the claim's time.
@@ -163,34 +112,6 @@ std::string fence(const std::string& leases, const char* column, const char* own
   const std::string leased = "f.owner = " + std::string(owner) + " AND f.expires_at > now()";
   return std::string(" AND ((SELECT count(*) FILTER (WHERE ") + leased + ") = count(*) FROM " + leases + " f) OR " +
          column + " = ANY (ARRAY(SELECT f.partition FROM " + leases + " f WHERE " + leased + ")))";
-}
-
-// Past the start of a pass, the sessions (their writers') of the claim's
-// rows `c` that have an immediate pending row at or below the cursor $3
-// that the caller does not hold ($4 lists every row it holds): a
-// transaction that took its ids before the cursor passed them and committed
-// after. Their rows in the claim come flagged as passed over: they and their
-// session's later rows wait for the next pass, which starts below them. Left
-// out by a filter instead, such rows were published twice by the hundreds
-// when one of three instances stopped and handed its partitions over
-// (fault.instances).
-//
-// Asked once per session of the claim, not once per row, through
-// messages_session_pending_idx: a session's range below the cursor holds
-// the rows of it the caller holds and little else. OFFSET 0 keeps the EXISTS
-// a SubPlan run per session; pulled up into a join, the planner hashed every
-// pending row below the cursor, whatever other partitions and parked
-// sessions left there. Immediacy is tested as `NOT (due_at > created_at)`,
-// which no index predicate matches: written as the indexes of immediate rows
-// state it, a plan made while the outbox looked empty (no statistics yet for
-// a bulk just committed) walked messages_lane_idx over every row below the
-// cursor, once per session: 1.3 s per claim at 200,000 rows.
-std::string late_sessions(const std::string& t) {
-  return "SELECT s.session_id, s.writer FROM (SELECT DISTINCT c.session_id, coalesce(c.writer, '') AS writer "
-         "FROM c WHERE c.session_id IS NOT NULL) s WHERE EXISTS (SELECT 1 FROM " + t + " l "
-         "WHERE l.session_id = s.session_id AND l.id <= $3 "
-         "AND l.status = 'pending' AND NOT (l.due_at > l.created_at) AND coalesce(l.writer, '') = s.writer "
-         "AND l.id NOT IN (SELECT unnest($4::bigint[])) OFFSET 0)";
 }
 
 // Whether a late commit below the cursor can exist, once per statement (an
@@ -242,9 +163,8 @@ std::string claim_immediate(const std::string& s, const std::string& t) {
   const std::string possible = late_commits_possible();
   // Appended, not "(" + behind_timeout(t): GCC 12 at -O3 warns (-Wrestrict) about that operator+.
   std::string passed_over("(");
-  passed_over.append(behind_timeout(t)).append(" OR (m.session_id IS NOT NULL AND "
-                                          "(m.session_id, coalesce(m.writer, '')) IN (SELECT * FROM late)))");
-  return "WITH c AS MATERIALIZED (" + rows + "), late AS (" + late_sessions(t) + ") SELECT " +
+  passed_over.append(behind_timeout(t)).append(" OR ").append(in_late_session()).append(")");
+  return "WITH c AS MATERIALIZED (" + rows + "), late AS MATERIALIZED (" + late_sessions(t) + ") SELECT " +
          columns(s, passed_over, "$5") + ", true FROM c m WHERE " + possible + " UNION ALL SELECT " +
          columns(s, behind_timeout(t), "$5") + ", false FROM (" + rows + ") m WHERE NOT " + possible;
 }
@@ -277,18 +197,6 @@ namespace {
 std::string in_lane(const char* alias) {
   const std::string a(alias);
   return a + ".status = 'pending' AND " + a + ".due_at <= " + a + ".created_at";
-}
-
-// A row claimed by destination overtakes no unclaimed earlier row of its
-// session (its writer's, as everywhere) in another destination: such a row (pending and due, not in $3)
-// holds it back until it is claimed. Earlier rows of its own destination come
-// first in the same lane. messages_session_pending_idx; a session's earlier
-// pending rows are few, as strict order lets one go out at a time.
-std::string session_in_order(const std::string& t) {
-  return "(m.session_id IS NULL OR NOT EXISTS (SELECT 1 FROM " + t + " e WHERE e.session_id = m.session_id "
-         "AND e.writer IS NOT DISTINCT FROM m.writer AND e.status = 'pending' AND e.id < m.id "
-         "AND e.destination <> m.destination "
-         "AND (e.due_at <= e.created_at OR e.due_at <= now()) AND e.id NOT IN (SELECT unnest($3::bigint[]))))";
 }
 
 }  // namespace
