@@ -62,7 +62,8 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
       service_(clock_),
       late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
       notify_policy_(notify_settings(config_.dispatch), clock_.now()),
-      standby_({kStandbyFirstCheck, kStandbyLongestCheck, kStandbyWarnAfter}) {}
+      standby_({kStandbyFirstCheck, kStandbyLongestCheck, kStandbyWarnAfter}),
+      decisions_(DecisionWriter::settings_of(config_), instance_id_, book_, db_, metrics_, timers_, clock_) {}
 
 int RunLoop::run() {
   if (auto failed = start()) return *failed;
@@ -141,7 +142,8 @@ int RunLoop::finish() {
   if (book_.in_flight() > 0) {
     spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", book_.in_flight());
   }
-  spdlog::info("outboxd stopped: dispatched {}, parked {}", totals_.dispatched, totals_.parked);
+  spdlog::info("outboxd stopped: dispatched {}, parked {}", decisions_.totals().dispatched,
+               decisions_.totals().parked);
   return exit_code_.value_or(0);
 }
 
@@ -237,11 +239,11 @@ void RunLoop::publish_ready() {
   // Rows the claim found unsendable were parked instead of handed out.
   if (const auto parked = book_.counters().unsendable - unsendable; parked > 0) {
     metrics_.unsendable.inc(parked);
-    timers_.set_earlier(Timer::mark, clock_.now() + kMarkDelay);
+    timers_.set_earlier(Timer::mark, clock_.now() + DecisionWriter::kMarkDelay);
   }
   if (rows.empty()) return;
   const auto now = clock_.now();
-  for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, row.id, now);
+  for (const auto& row : rows) observe_delay(metrics_.delay_to_publish, book_, row.id, now);
   metrics_.published.inc(rows.size());
   broker_.send(std::move(rows), leases_.valid_until());
 }

@@ -11,6 +11,7 @@
 #include "config/reload.hpp"
 #include "daemon/run/backlog_metrics.hpp"
 #include "daemon/run/backlog_ranking.hpp"
+#include "daemon/run/decision_writer.hpp"
 #include "core/clock.hpp"
 #include "daemon/run/lease_keeper.hpp"
 #include "daemon/run/ports.hpp"
@@ -53,9 +54,6 @@ class RunLoop {
   const RunLoopMetrics& metrics() const { return metrics_; }
 
  private:
-  // Accepted rows are marked in batches; a batch waits at most this long.
-  static constexpr std::chrono::milliseconds kMarkDelay{5};
-
   // One loop iteration, in order.
   void handle_signals();
   void reload();
@@ -78,14 +76,6 @@ class RunLoop {
 
   // Parts of those steps.
   void note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events);
-  void count_outcomes(const dispatch::Planner::Counters& before, const dispatch::Planner::Counters& after);
-  bool decisions_due() const;
-  struct Written {
-    std::size_t marked = 0;     // rows the marks changed
-    std::size_t unchanged = 0;  // marks and failures the statements left alone
-  };
-  std::optional<Written> write_decisions();
-  void count_failure(const dispatch::FailureWrite& failure);
   void hand_back_drained();
   void refresh_statistics();
   void accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
@@ -95,7 +85,6 @@ class RunLoop {
   void check_standby();
   void take_cleared(std::optional<dispatch::StandbyGate::Cleared> cleared);
   bool finished_stopping() const;
-  void observe_delay(metrics::Histogram& histogram, core::RowId id, core::SteadyTime now);
   void fail_database(const core::Error& error);
   void stop_for(const core::Error& error);
   bool claim_possible() const;
@@ -126,15 +115,14 @@ class RunLoop {
   dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
   dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim waiting for the standby
   dispatch::LoopTimers timers_;              // every deadline that ends a sleep
+  DecisionWriter decisions_;                 // outcomes in, marks and failures out, retention's purge
   bool broker_up_ = false;
   std::string broker_down_reason_;  // the last failed attempt's, logged at warn once
 
   bool stopping_ = false;
   std::optional<int> exit_code_;
 
-  struct Totals {
-    std::uint64_t dispatched = 0, parked = 0, retried = 0;
-  } totals_, last_stats_;
+  DecisionWriter::Totals last_stats_;  // the totals at the last stats line
 };
 
 }  // namespace outboxd::daemon

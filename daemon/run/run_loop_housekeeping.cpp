@@ -43,24 +43,8 @@ void RunLoop::update_health() {
 }
 
 void RunLoop::purge_finished() {
-  const auto now = clock_.now();
-  if (!timers_.due(Timer::purge, now) || !db_.up() || stopping_) return;
-  timers_.set(Timer::purge, now + config_.retention.purge_interval);
-  const auto keep_for = config_.retention.mode == config::RetentionMode::keep ? config_.retention.keep_for
-                                                                               : milliseconds(0);
-  auto purged = db_.rows().purge(keep_for, config_.retention.purge_batch);
-  if (!purged) return fail_database(purged.error());
-  auto failed = db_.rows().purge_failed(config_.retention.failed_keep_for, config_.retention.purge_batch);
-  if (!failed) return fail_database(failed.error());
-  const auto& f = failed.value();
-  if (purged.value() + f.rows + f.events > 0) {
-    spdlog::info("retention: purged {} dispatched rows, {} cancelled rows, {} row events", purged.value(), f.rows,
-                 f.events);
-  }
-  // A full batch means more is waiting: come back soon rather than at the interval.
-  if (std::max({purged.value(), f.rows, f.events}) == config_.retention.purge_batch) {
-    timers_.set(Timer::purge, now + milliseconds(100));
-  }
+  if (!db_.up() || stopping_) return;
+  if (auto purged = decisions_.purge(); !purged) fail_database(purged.error());
 }
 
 // The figures cover the partitions this instance holds: those it claims from
@@ -100,13 +84,14 @@ void RunLoop::log_stats() {
   if (!timers_.due(Timer::stats, now)) return;
   report_status(true);
   const double seconds = std::chrono::duration<double>(config_.dispatch.stats_interval).count();
-  const auto delta = totals_.dispatched - last_stats_.dispatched;
+  const auto& totals = decisions_.totals();
+  const auto delta = totals.dispatched - last_stats_.dispatched;
   if (delta > 0 || book_.in_flight() > 0 || book_.buffered() > 0) {
     spdlog::info("dispatched {} ({:.0f}/s), in flight {}, buffered {}, retried {}, parked {}", delta,
                  static_cast<double>(delta) / seconds, book_.in_flight(), book_.buffered(),
-                 totals_.retried - last_stats_.retried, totals_.parked - last_stats_.parked);
+                 totals.retried - last_stats_.retried, totals.parked - last_stats_.parked);
   }
-  last_stats_ = totals_;
+  last_stats_ = totals;
   schedule_stats(now);
 }
 

@@ -1,6 +1,8 @@
 // The run loop's Prometheus metrics, registered once and updated by the loop.
 #pragma once
 
+#include "core/clock.hpp"
+#include "dispatch/row_book.hpp"
 #include "metrics/registry.hpp"
 
 namespace outboxd::daemon {
@@ -80,5 +82,14 @@ struct RunLoopMetrics {
             10, 30, 60, 300};
   }
 };
+
+// From the moment row `id` became due (its claim's start less how long the
+// database says it had been due) to `now`, if `book` still holds it.
+inline void observe_delay(metrics::Histogram& histogram, const dispatch::RowBook& book, core::RowId id,
+                          core::SteadyTime now) {
+  if (const auto due_since = book.due_since(id)) {
+    histogram.observe(std::chrono::duration<double>(now - *due_since).count());
+  }
+}
 
 }  // namespace outboxd::daemon

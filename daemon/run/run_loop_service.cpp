@@ -62,6 +62,7 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
   if (plan.applied.empty() && plan.needs_restart.empty()) spdlog::info("reload: no changes");
   if (!plan.applied.empty()) {
     book_.set_policy(planner_policy(config_.dispatch));
+    decisions_.set_settings(DecisionWriter::settings_of(config_));
     const auto now = clock_.now();
     timers_.set_earlier(dispatch::Timer::poll, now + config_.dispatch.poll_interval);
     timers_.set_earlier(dispatch::Timer::purge, now + config_.retention.purge_interval);
@@ -92,7 +93,7 @@ void RunLoop::report_status(bool refresh) {
                            fmt::format("{} claimed rows wait for database.wait_for_standby", standby_.waiting_rows()),
                            refresh);
   }
-  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), totals_.dispatched),
+  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), decisions_.totals().dispatched),
                   refresh);
 }
 
