@@ -15,23 +15,6 @@ namespace {
 using dispatch::Timer;
 using std::chrono::milliseconds;
 
-// First look at transactions that were open when NOTIFY was armed; the delay
-// doubles up to the poll interval while they stay open.
-constexpr milliseconds kLateCommitCheck{10};
-
-// A standby streaming on a LAN flushes within a millisecond or two of the
-// primary: look again after 1 ms, then less often, down to 10 reads a second
-// for a standby that stopped reporting. A wait of 5 s is no lag but an outage.
-constexpr milliseconds kStandbyFirstCheck{1};
-constexpr milliseconds kStandbyLongestCheck{100};
-constexpr milliseconds kStandbyWarnAfter{5000};
-
-// Above notify_max_rate poll; back to NOTIFY below 40% of it, judged over 100 ms windows.
-dispatch::NotifyPolicy::Settings notify_settings(const config::DispatchConfig& d) {
-  const auto rate = static_cast<double>(d.notify_max_rate);
-  return {rate, 0.4 * rate, std::chrono::milliseconds(100), d.busy_poll};
-}
-
 }  // namespace
 
 dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
@@ -60,10 +43,9 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
       book_(planner_policy(config_.dispatch), clock_, random_),
       leases_(config_.leases, instance_id_, clock_),
       service_(clock_),
-      late_commits_(kLateCommitCheck, config_.dispatch.poll_interval),
-      notify_policy_(notify_settings(config_.dispatch), clock_.now()),
-      standby_({kStandbyFirstCheck, kStandbyLongestCheck, kStandbyWarnAfter}),
-      decisions_(DecisionWriter::settings_of(config_), instance_id_, book_, db_, metrics_, timers_, clock_) {}
+      decisions_(DecisionWriter::settings_of(config_), instance_id_, book_, db_, metrics_, timers_, clock_),
+      claims_(ClaimStep::settings_of(config_), config_.dispatch, instance_id_, book_, db_, leases_, metrics_, timers_,
+              clock_, [this](const core::Error& error) { fail_database(error); }) {}
 
 int RunLoop::run() {
   if (auto failed = start()) return *failed;
@@ -151,8 +133,7 @@ core::Status RunLoop::keep_database() {
   if (auto connected = db_.ensure_connected(); !connected) return connected;
   if (db_.just_connected()) {
     book_.restart_pass();
-    notify_armed_ = false;
-    late_commits_.clear();
+    claims_.on_reconnect();
     leases_.force_renewal();
   }
   return {};
@@ -181,55 +162,7 @@ void RunLoop::stop_for(const core::Error& error) {
   }
 }
 
-void RunLoop::claim_rows() {
-  if (standby_.waiting()) return check_standby();
-  if (!claim_possible()) return;
-  const auto request = book_.claim_request(static_cast<std::size_t>(config_.dispatch.batch_size),
-                                           static_cast<std::size_t>(config_.dispatch.claim_bytes));
-  const auto started = clock_.now();
-  const core::ClaimBytes bytes{config::max_message_bytes(config_),
-                               static_cast<std::int64_t>(request.statement_bytes)};
-  auto sets = db_.rows().claim(leases_.partitions(), static_cast<int>(request.limit), request.after_id,
-                               request.known, bytes, request.lanes, request.horizon);
-  if (!sets) return fail_database(sets.error());
-  metrics_.claim_seconds.observe(std::chrono::duration<double>(clock_.now() - started).count());
-  dispatch::WaitingClaim claim{std::move(sets).value(), request, started, leases_.partitions(), book_.pass_restarts()};
-  if (config_.database.wait_for_standby.mode != config::StandbyWait::Mode::none && claim.rows() > 0) {
-    return await_standby(std::move(claim));
-  }
-  accept_claim(std::move(claim.sets), claim.request, claim.started);
-}
-
-void RunLoop::accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
-                           core::SteadyTime started) {
-  const auto claimed = book_.on_claim(std::move(sets), request, started);
-  metrics_.claimed.inc(claimed.added);
-  if (claimed.statistics_stale) refresh_statistics();
-  notify_policy_.on_claim(claimed.rows, clock_.now());
-  after_claim(claimed);
-}
-
-// A pass read more rows than the planner's statistics count
-// (dispatch::StatisticsWatch): the claims' plans were made for a smaller
-// table. An ANALYZE makes PostgreSQL plan them again.
-void RunLoop::refresh_statistics() {
-  const auto started = clock_.now();
-  if (auto refreshed = db_.rows().refresh_statistics(); !refreshed) return fail_database(refreshed.error());
-  spdlog::info("outbox statistics refreshed (ANALYZE, {} ms): a pass read more rows than they counted",
-               std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now() - started).count());
-}
-
-// How the next claim comes about (dispatch::after_claim).
-void RunLoop::after_claim(const dispatch::RowBook::Claimed& claimed) {
-  const auto next = dispatch::after_claim(claimed.more, notify_policy_.busy(), notify_armed_);
-  const auto now = clock_.now();
-  if (next.follow_scheduled) {
-    timers_.follow(Timer::scheduled, claimed.next_due ? std::optional(core::saturating_add(now, *claimed.next_due))
-                                                      : std::nullopt);
-  }
-  if (next.disarm_notify) arm_notify(false);
-  if (next.busy_claim) timers_.set(Timer::busy_claim, clock_.now() + notify_policy_.busy_poll());
-}
+void RunLoop::claim_rows() { claims_.claim(stopping_); }
 
 void RunLoop::publish_ready() {
   // Exiting: rows published now could not be marked.

@@ -11,18 +11,16 @@
 #include "config/reload.hpp"
 #include "daemon/run/backlog_metrics.hpp"
 #include "daemon/run/backlog_ranking.hpp"
+#include "daemon/run/claim_step.hpp"
 #include "daemon/run/decision_writer.hpp"
 #include "core/clock.hpp"
 #include "daemon/run/lease_keeper.hpp"
 #include "daemon/run/ports.hpp"
 #include "daemon/run/run_loop_metrics.hpp"
 #include "daemon/run/service_manager.hpp"
-#include "dispatch/late_commit_watch.hpp"
 #include "dispatch/loop_timers.hpp"
-#include "dispatch/notify_policy.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/row_book.hpp"
-#include "dispatch/standby_gate.hpp"
 #include "metrics/health.hpp"
 #include "http/http_server.hpp"
 #include "metrics/registry.hpp"
@@ -77,19 +75,9 @@ class RunLoop {
   // Parts of those steps.
   void note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events);
   void hand_back_drained();
-  void refresh_statistics();
-  void accept_claim(core::ClaimedSets sets, const dispatch::RowBook::ClaimRequest& request,
-                    core::SteadyTime started);
-  void after_claim(const dispatch::RowBook::Claimed& claimed);
-  void await_standby(dispatch::WaitingClaim claim);
-  void check_standby();
-  void take_cleared(std::optional<dispatch::StandbyGate::Cleared> cleared);
   bool finished_stopping() const;
   void fail_database(const core::Error& error);
   void stop_for(const core::Error& error);
-  bool claim_possible() const;
-  void arm_notify(bool armed);
-  void check_late_commits();
   void follow_timers();
 
   config::Config config_;
@@ -110,12 +98,9 @@ class RunLoop {
   ServiceManager service_;
   bool announced_ready_ = false;
 
-  bool notify_armed_ = false;    // writers NOTIFY (the instance row is marked idle)
-  dispatch::LateCommitWatch late_commits_;  // writers that may have missed the arming
-  dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
-  dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim waiting for the standby
-  dispatch::LoopTimers timers_;              // every deadline that ends a sleep
-  DecisionWriter decisions_;                 // outcomes in, marks and failures out, retention's purge
+  dispatch::LoopTimers timers_;  // every deadline that ends a sleep
+  DecisionWriter decisions_;     // outcomes in, marks and failures out, retention's purge
+  ClaimStep claims_;             // the claim, NOTIFY or polling, the wait for the standby
   bool broker_up_ = false;
   std::string broker_down_reason_;  // the last failed attempt's, logged at warn once
 

@@ -63,6 +63,7 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
   if (!plan.applied.empty()) {
     book_.set_policy(planner_policy(config_.dispatch));
     decisions_.set_settings(DecisionWriter::settings_of(config_));
+    claims_.set_settings(ClaimStep::settings_of(config_));
     const auto now = clock_.now();
     timers_.set_earlier(dispatch::Timer::poll, now + config_.dispatch.poll_interval);
     timers_.set_earlier(dispatch::Timer::purge, now + config_.retention.purge_interval);
@@ -88,9 +89,9 @@ void RunLoop::report_status(bool refresh) {
   if (!db_.up()) return service_.status("connecting to the database", "", refresh);
   if (!broker_up_) return service_.status("waiting for the broker", "", refresh);
   if (!leases_.may_publish()) return service_.status("waiting for partition leases", "", refresh);
-  if (standby_.stalled()) {
+  if (claims_.standby().stalled()) {
     return service_.status("rows waiting for the standby",
-                           fmt::format("{} claimed rows wait for database.wait_for_standby", standby_.waiting_rows()),
+                           fmt::format("{} claimed rows wait for database.wait_for_standby", claims_.standby().waiting_rows()),
                            refresh);
   }
   service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), decisions_.totals().dispatched),

@@ -7,11 +7,6 @@ namespace outboxd::daemon {
 
 using dispatch::Timer;
 
-bool RunLoop::claim_possible() const {
-  return book_.claim_may_find_rows() && !standby_.waiting() && !stopping_ && db_.up() && leases_.may_publish() &&
-         book_.room_for_claim(static_cast<std::size_t>(config_.dispatch.batch_size));
-}
-
 // The deadlines other parts own, copied in before the sleep is measured.
 void RunLoop::follow_timers() {
   timers_.follow(Timer::retry, book_.next_retry());
@@ -20,29 +15,28 @@ void RunLoop::follow_timers() {
                  leases_.may_publish() ? std::optional(leases_.valid_until()) : std::nullopt);
   timers_.follow(Timer::reconnect, db_.next_attempt());
   timers_.set(Timer::lease_renewal, leases_.next_renewal());
-  timers_.follow(Timer::late_commit, late_commits_.next_check());
-  timers_.follow(Timer::standby, standby_.next_check());
+  claims_.follow_timers();
 }
 
 void RunLoop::sleep_until_next_event() {
-  const auto decision = dispatch::before_sleep({.claim_possible = claim_possible(),
+  const auto decision = dispatch::before_sleep({.claim_possible = claims_.possible(stopping_),
                                                 .claim_may_find_rows = book_.claim_may_find_rows(),
-                                                .notify_armed = notify_armed_,
+                                                .notify_armed = claims_.notify_armed(),
                                                 .notifications = db_.notifications(),
-                                                .busy = notify_policy_.busy(),
+                                                .busy = claims_.busy(),
                                                 .database_up = db_.up(),
                                                 .stopping = stopping_});
   if (decision == dispatch::BeforeSleep::claim) return;
   if (decision == dispatch::BeforeSleep::arm_notify) {
-    arm_notify(true);
+    claims_.arm_notify(true);
     book_.expect_rows();
-    if (claim_possible()) return;
+    if (claims_.possible(stopping_)) return;
   }
   // libpq reads a NOTIFY that arrives during a statement along with its
   // results and queues it: the socket will not become readable for it.
   if (db_.drain_notifications()) {
     book_.expect_rows();
-    if (claim_possible()) return;
+    if (claims_.possible(stopping_)) return;
   }
   follow_timers();
   const auto ready = events_.wait(db_.socket(), dispatch::sleep_budget(timers_, clock_.now(), db_.up()));
@@ -54,7 +48,7 @@ void RunLoop::sleep_until_next_event() {
   }
   if (timers_.fire(Timer::scheduled, now)) book_.expect_rows();
   if (timers_.fire(Timer::busy_claim, now)) book_.expect_rows();
-  check_late_commits();
+  claims_.check_late_commits();
 }
 
 }  // namespace outboxd::daemon
