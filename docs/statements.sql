@@ -39,7 +39,7 @@ WITH c AS MATERIALIZED (
           SELECT unnest($4::bigint[]))
         ORDER BY m.id
         LIMIT $2
-), late AS MATERIALIZED (
+), late AS (
   SELECT s.session_id, s.writer
   FROM ( SELECT DISTINCT c.session_id, c.writer
     FROM c
@@ -101,11 +101,8 @@ WHERE e.session_id = m.session_id
   AND e.due_at > e.created_at
   AND e.due_at <= now()))
   OR (m.session_id IS NOT NULL
-    AND EXISTS (
-      SELECT 1
-      FROM late s
-    WHERE s.session_id = m.session_id
-      AND s.writer IS NOT DISTINCT FROM m.writer))), true
+    AND (m.session_id, coalesce(m.writer, '')) IN (SELECT s.session_id, coalesce(s.writer, '')
+      FROM late s))), true
 FROM c m
 WHERE ($3 > 0
   AND ($6::text IS NULL

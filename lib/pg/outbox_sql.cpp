@@ -164,7 +164,7 @@ std::string claim_immediate(const std::string& s, const std::string& t) {
   // Appended, not "(" + behind_timeout(t): GCC 12 at -O3 warns (-Wrestrict) about that operator+.
   std::string passed_over("(");
   passed_over.append(behind_timeout(t)).append(" OR ").append(in_late_session()).append(")");
-  return "WITH c AS MATERIALIZED (" + rows + "), late AS MATERIALIZED (" + late_sessions(t) + ") SELECT " +
+  return "WITH c AS MATERIALIZED (" + rows + "), late AS (" + late_sessions(t) + ") SELECT " +
          columns(s, passed_over, "$5") + ", true FROM c m WHERE " + possible + " UNION ALL SELECT " +
          columns(s, behind_timeout(t), "$5") + ", false FROM (" + rows + ") m WHERE NOT " + possible;
 }
