@@ -16,26 +16,9 @@
 # CREATE, ALTER and COMMENT lines of outbox_writer and outbox_dispatcher come from pg_dumpall.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-root=$PWD
-file=docs/schema.sql
-
-check=0
-case ${1:-} in
-  --check) check=1 ;;
-  '') ;;
-  *) echo "usage: scripts/schema.sh [--check]" >&2; exit 2 ;;
-esac
-
-die() { printf 'schema.sh: %s\n' "$*" >&2; exit 1; }
-
-if [[ -n ${OUTBOXD_BIN:-} ]]; then
-  outboxd=$OUTBOXD_BIN
-else
-  [[ -f build/build.ninja ]] || die "no build/: run scripts/setup.sh --target outboxd first (or set OUTBOXD_BIN)"
-  cmake --build build --target outboxd -- --quiet | { grep -v '^ninja: no work to do\.$' || true; }
-  outboxd=$root/build/daemon/outboxd
-fi
-[[ -x $outboxd ]] || die "no outboxd at $outboxd"
+# shellcheck source=scripts/generated_doc.sh
+source scripts/generated_doc.sh
+generated_doc schema.sh docs/schema.sql "$@"
 
 work=$(mktemp -d)
 own_services=0
@@ -84,13 +67,4 @@ version=$(printf '%03d' "$((10#$version))")
     cat -s
 } >"$work/schema.sql"
 
-if ((check)); then
-  if ! diff -u "$file" "$work/schema.sql" >"$work/diff"; then
-    cat "$work/diff"
-    die "$file is not the schema the migrations make (above: - the file, + the migrations): run scripts/schema.sh and commit $file"
-  fi
-  echo "schema.sh: $file matches migrations 001-$version"
-else
-  cp "$work/schema.sql" "$file"
-  echo "schema.sh: wrote $file (migrations 001-$version, $(wc -l <"$file") lines)"
-fi
+write_or_check "$work/schema.sql" "the schema the migrations make" "migrations 001-$version"

@@ -10,26 +10,9 @@
 # Debian's pgformatter (scripts/setup.sh installs it).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-root=$PWD
-file=docs/statements.sql
-
-check=0
-case ${1:-} in
-  --check) check=1 ;;
-  '') ;;
-  *) echo "usage: scripts/statements.sh [--check]" >&2; exit 2 ;;
-esac
-
-die() { printf 'statements.sh: %s\n' "$*" >&2; exit 1; }
-
-if [[ -n ${OUTBOXD_BIN:-} ]]; then
-  outboxd=$OUTBOXD_BIN
-else
-  [[ -f build/build.ninja ]] || die "no build/: run scripts/setup.sh --target outboxd first (or set OUTBOXD_BIN)"
-  cmake --build build --target outboxd -- --quiet | { grep -v '^ninja: no work to do\.$' || true; }
-  outboxd=$root/build/daemon/outboxd
-fi
-[[ -x $outboxd ]] || die "no outboxd at $outboxd"
+# shellcheck source=scripts/generated_doc.sh
+source scripts/generated_doc.sh
+generated_doc statements.sh docs/statements.sql "$@"
 command -v pg_format >/dev/null || die "no pg_format (Debian: pgformatter)"
 
 work=$(mktemp -d)
@@ -45,13 +28,4 @@ trap 'rm -rf "$work"' EXIT
   pg_format -X -s 2 -W 4 -t -u 0 "$work/raw.sql"
 } >"$work/statements.sql"
 
-if ((check)); then
-  if ! diff -u "$file" "$work/statements.sql" >"$work/diff"; then
-    cat "$work/diff"
-    die "$file is not what outboxd prepares (above: - the file, + outboxd): run scripts/statements.sh and commit $file"
-  fi
-  echo "statements.sh: $file matches $(grep -c '^-- outboxd\.' "$file") statements"
-else
-  cp "$work/statements.sql" "$file"
-  echo "statements.sh: wrote $file ($(grep -c '^-- outboxd\.' "$file") statements, $(wc -l <"$file") lines)"
-fi
+write_or_check "$work/statements.sql" "what outboxd prepares" "$(grep -c '^-- outboxd\.' "$work/statements.sql") statements"

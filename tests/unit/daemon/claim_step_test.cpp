@@ -1,13 +1,12 @@
 // ClaimStep on its own: when it claims, what a failed claim does, the wait for the standby, NOTIFY's arming.
 #include <catch2/catch.hpp>
-#include <spdlog/spdlog.h>
 
 #include <string>
 #include <vector>
 
 #include "daemon/run/claim_step.hpp"
 #include "daemon/run/run_loop.hpp"
-#include "fakes.hpp"
+#include "parts_fixture.hpp"
 
 namespace outboxd::daemon::test {
 namespace {
@@ -22,31 +21,20 @@ config::Config claim_config(config::StandbyWait::Mode standby = config::StandbyW
   return config;
 }
 
-struct StepFixture {
+struct StepFixture : PartsFixture {
   explicit StepFixture(config::Config config = claim_config())
-      : database(clock),
-        metrics(registry),
-        book(planner_policy(config.dispatch), clock, random),
+      : book(planner_policy(config.dispatch), clock, random),
         leases(config.leases, kInstance, clock),
         step(ClaimStep::settings_of(config), config.dispatch, kInstance, book, database, leases, metrics, timers, clock,
              [this](const core::Error& error) { failures.push_back(error.message); }) {
-    spdlog::set_level(spdlog::level::off);
-    REQUIRE(database.ensure_connected());
     std::vector<int> stopped;
     std::vector<int> gained;
     REQUIRE(leases.maintain(database, stopped, gained));
     REQUIRE(leases.may_publish());
   }
-  ~StepFixture() { spdlog::set_level(spdlog::level::info); }
 
   std::size_t held() { return book.take_ready().size(); }
 
-  core::ManualClock clock;
-  core::FixedRandom random{0.5};
-  FakeDatabase database;
-  metrics::Registry registry;
-  RunLoopMetrics metrics;
-  dispatch::LoopTimers timers;
   dispatch::RowBook book;
   LeaseKeeper leases;
   std::vector<std::string> failures;

@@ -1,29 +1,23 @@
 // DecisionWriter on its own: outcomes into the book, marks and failures written in batches, the retention purge.
 #include <catch2/catch.hpp>
-#include <spdlog/spdlog.h>
 
 #include <vector>
 
 #include "daemon/run/decision_writer.hpp"
 #include "daemon/run/run_loop.hpp"
-#include "fakes.hpp"
+#include "parts_fixture.hpp"
 
 namespace outboxd::daemon::test {
 namespace {
 
 constexpr const char* kInstance = "writer-test";
 
-struct WriterFixture {
+struct WriterFixture : PartsFixture {
   explicit WriterFixture(DecisionWriter::Settings settings = {3, {}}, int max_attempts = 3)
-      : database(clock),
-        metrics(registry),
-        book(policy(max_attempts), clock, random),
+      : book(policy(max_attempts), clock, random),
         writer(std::move(settings), kInstance, book, database, metrics, timers, clock) {
-    spdlog::set_level(spdlog::level::off);
     database.owners[0] = kInstance;
-    REQUIRE(database.ensure_connected());
   }
-  ~WriterFixture() { spdlog::set_level(spdlog::level::info); }
 
   static dispatch::PlannerPolicy policy(int max_attempts) {
     config::DispatchConfig dispatch;
@@ -50,12 +44,6 @@ struct WriterFixture {
     writer.apply(outcomes);
   }
 
-  core::ManualClock clock;
-  core::FixedRandom random{0.5};
-  FakeDatabase database;
-  metrics::Registry registry;
-  RunLoopMetrics metrics;
-  dispatch::LoopTimers timers;
   dispatch::RowBook book;
   DecisionWriter writer;
 };
