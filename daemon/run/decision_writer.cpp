@@ -35,8 +35,10 @@ void DecisionWriter::apply(const std::vector<amqp::Outcome>& outcomes) {
     book_.on_outcome(outcome.id, outcome.outcome, outcome.reason);
   }
   count_outcomes(before, book_.counters());
-  if (!outcomes.empty() && !book_.pending_writes().empty()) timers_.set_earlier(Timer::mark, now + kMarkDelay);
+  if (!outcomes.empty() && !book_.pending_writes().empty()) expect_decisions();
 }
+
+void DecisionWriter::expect_decisions() { timers_.set_earlier(Timer::mark, clock_.now() + kMarkDelay); }
 
 // The planner counts outcomes, once; the metrics take its counts.
 void DecisionWriter::count_outcomes(const dispatch::Planner::Counters& before,

@@ -48,6 +48,9 @@ class DecisionWriter {
   // row no longer in flight, not at all); the decisions they made are due
   // within kMarkDelay.
   void apply(const std::vector<amqp::Outcome>& outcomes);
+  // Decisions the book made outside apply() (rows a claim found unsendable,
+  // parked as they were handed out) are due within kMarkDelay too.
+  void expect_decisions();
   // The decisions written when due (`stopping`: at once). The marks change
   // only rows of partitions this instance still leases: what they left
   // alone is the next owner's, counted and logged, not dispatched.

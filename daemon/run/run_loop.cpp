@@ -172,7 +172,7 @@ void RunLoop::publish_ready() {
   // Rows the claim found unsendable were parked instead of handed out.
   if (const auto parked = book_.counters().unsendable - unsendable; parked > 0) {
     metrics_.unsendable.inc(parked);
-    timers_.set_earlier(Timer::mark, clock_.now() + DecisionWriter::kMarkDelay);
+    decisions_.expect_decisions();
   }
   if (rows.empty()) return;
   const auto now = clock_.now();
