@@ -15,7 +15,7 @@ namespace outboxd::core {
 
 // An immediate row the pass passes over: an earlier row of its session (and
 // writer) is a due timeout still pending, or is below the pass's cursor,
-// committed after the cursor passed it. Only its id and order_key() are read.
+// committed after the cursor passed it. Only its id and session_key() are read.
 struct PassedOverRow {
   RowId id = 0;
   std::string order;

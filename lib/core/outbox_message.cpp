@@ -1,9 +1,9 @@
-// A row's order scope, and the string names of delivery outcomes for logs and metrics labels.
+// A row's session key, and the string names of delivery outcomes for logs and metrics labels.
 #include "core/outbox_message.hpp"
 
 namespace outboxd::core {
 
-std::string order_key(const std::optional<std::string>& writer, std::string_view session) {
+std::string session_key(const std::optional<std::string>& writer, std::string_view session) {
   std::string key(session);
   if (writer) {
     key += '\0';
@@ -12,9 +12,9 @@ std::string order_key(const std::optional<std::string>& writer, std::string_view
   return key;
 }
 
-std::optional<std::string> order_key(const OutboxMessage& row) {
+std::optional<std::string> session_key(const OutboxMessage& row) {
   if (!row.session_id || row.session_id->empty()) return std::nullopt;
-  return order_key(row.writer, *row.session_id);
+  return session_key(row.writer, *row.session_id);
 }
 
 const char* to_string(DeliveryOutcome outcome) {

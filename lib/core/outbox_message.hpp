@@ -44,16 +44,16 @@ struct OutboxMessage {
   std::optional<std::string> unsendable;
 };
 
-// The scope of a row's publication order: its session as written by its
-// writer. Rows of one session_id from different writers are ordered, blocked
-// and kept behind timeouts apart, so that no writer's parked row blocks another's;
+// A row's session: its session id as its writer wrote it, the C++ twin of
+// the SQL same_session() and session_key() (lib/pg/session_order_sql.cpp).
+// Rows of one session_id from different writers are ordered, blocked and
+// kept behind timeouts apart, so that no writer's parked row blocks another's;
 // rows without a writer (written before 009) are a writer of their own. The
-// key is the session, then NUL and the writer when there is one: PostgreSQL
-// text holds no NUL, so no two scopes share a key. The claim's SQL draws the
-// same line (writer IS NOT DISTINCT FROM).
-std::string order_key(const std::optional<std::string>& writer, std::string_view session);
+// key is the session id, then NUL and the writer when there is one:
+// PostgreSQL text holds no NUL, so no two sessions share a key.
+std::string session_key(const std::optional<std::string>& writer, std::string_view session);
 // None for a row without session: it waits for nothing.
-std::optional<std::string> order_key(const OutboxMessage& row);
+std::optional<std::string> session_key(const OutboxMessage& row);
 
 // The broker's settlement of one delivery, or its absence.
 enum class DeliveryOutcome {

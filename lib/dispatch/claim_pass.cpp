@@ -25,7 +25,7 @@ void ClaimPass::pass_over(core::RowId id, const std::string& order) {
 
 bool ClaimPass::waits(const core::OutboxMessage& row) const {
   if (passed_over_.empty()) return false;  // the usual case: no key to build
-  const auto order = core::order_key(row);
+  const auto order = core::session_key(row);
   if (!order) return false;
   const auto passed = passed_over_.find(*order);
   return passed != passed_over_.end() && row.id > passed->second;

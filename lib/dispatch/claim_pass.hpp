@@ -19,7 +19,7 @@ namespace outboxd::dispatch {
 // late with ids below the cursor. A row the pass moved past because an
 // earlier timeout of its session is due stops its session's later rows
 // until the pass ends, or they would overtake it once the timeout is marked;
-// a session being its writer's (core::order_key), as in the claim's SQL.
+// a session being its writer's (core::session_key), as in the claim's SQL.
 class ClaimPass {
  public:
   core::RowId cursor() const { return cursor_; }
@@ -50,7 +50,7 @@ class ClaimPass {
   void on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after);
   // The claim moved past this row of order scope `order` (behind a due timeout).
   void pass_over(core::RowId id, const std::string& order);
-  // A claimed row waits for the next pass: a lower row of its order scope (core::order_key) was passed over.
+  // A claimed row waits for the next pass: a lower row of its session (core::session_key) was passed over.
   bool waits(const core::OutboxMessage& row) const;
   bool passed_over_any() const { return !passed_over_.empty(); }
   // From the lowest id again (new partitions, a new connection, a timeout marked).
@@ -64,7 +64,7 @@ class ClaimPass {
   std::uint64_t restarts_ = 0;
   std::optional<std::string> horizon_;
   std::size_t read_ = 0;
-  std::unordered_map<std::string, core::RowId> passed_over_;  // order key: lowest id passed over
+  std::unordered_map<std::string, core::RowId> passed_over_;  // session key: lowest id passed over
   std::vector<std::string> backlog_destinations_;
   std::string lanes_after_;
 };

@@ -45,7 +45,7 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
     const core::RowId id = held.message.id;
     if (knows(id)) continue;
     Session* session = nullptr;
-    if (auto key = core::order_key(held.message)) {
+    if (auto key = core::session_key(held.message)) {
       auto [it, inserted] = sessions_.try_emplace(std::move(*key));
       if (inserted) {
         it->second.key = &it->first;

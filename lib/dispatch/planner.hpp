@@ -71,7 +71,7 @@ struct PendingWrites {
 // then calls on_persisted(), and sleeps no longer than next_retry().
 //
 // Order rules (docs/design.md, "Order, retries and parking"). A session is
-// an order scope, core::order_key(): a session id as one writer wrote it.
+// its session id as one writer wrote it, core::session_key().
 //  - A session's rows go out in id order, at most per_session_in_flight at a
 //    time; with 1 (strict) the next row waits until the previous is accepted.
 //  - Late commits: a lower id arriving while a higher id of its session is
@@ -170,7 +170,7 @@ class Planner {
   };
 
   struct Session {
-    const std::string* key = nullptr;   // its order key, the node's own in sessions_
+    const std::string* key = nullptr;   // its session key, the node's own in sessions_
     SessionQueue queue;                 // buffered rows, in publication order
     std::size_t in_flight = 0;
     std::uint32_t generation = 0;       // bumped by each park: older in-flight rows are orphans
@@ -231,7 +231,7 @@ class Planner {
 
   RowMap rows_;                                         // buffered and in flight: the one owner of payloads
   std::unordered_map<core::RowId, HeldRow> retired_;    // forgotten with a write not yet persisted: no payload
-  std::unordered_map<std::string, Session> sessions_;   // by order key: sessions with rows, in flight or parked
+  std::unordered_map<std::string, Session> sessions_;   // by session key: sessions with rows, in flight or parked
   std::unordered_set<core::RowId> settled_;             // ids with a write not yet persisted
   std::unordered_map<core::RowId, std::size_t> failure_at_;  // index in pending_.failures
   std::vector<Session*> parked_sessions_;               // parks not yet persisted

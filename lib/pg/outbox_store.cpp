@@ -122,7 +122,7 @@ bool read_later(const Rows& rows, int r, std::int64_t max_payload) {
 
 // A statement's claimed rows, in its order: the rows, less those passed over
 // (behind a due timeout or a late commit of their session), which go to
-// `passed_over` (id and order key). A row over the limit comes without body
+// `passed_over` (id and session key). A row over the limit comes without body
 // and headers: it is returned unsendable. A larger row takes its body and headers from `large`;
 // one that payloads() found changed since (no longer pending) is left out,
 // and one past the byte budget ends the set: it and the rows after it are
@@ -148,7 +148,7 @@ core::ClaimedSet decode(Rows rows, const std::vector<int>& order, std::int64_t m
     set.last_id = id;
     if (rows.boolean(r, sql::kPassedOver)) {
       set.passed_over.push_back(
-          {id, core::order_key(rows.optional_text(r, sql::kWriter), rows.text(r, sql::kSessionId))});
+          {id, core::session_key(rows.optional_text(r, sql::kWriter), rows.text(r, sql::kSessionId))});
       continue;
     }
     if (later && !late) continue;  // changed since the claim: not ours to send

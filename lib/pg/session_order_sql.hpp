@@ -6,7 +6,7 @@
 namespace outboxd::pg::outbox_sql {
 
 // Rows `a` and `b` (aliases) are of one session: the session id as one writer
-// wrote it (core::order_key in C++), a row without writer (written before 009)
+// wrote it (core::session_key in C++), a row without writer (written before 009)
 // being one writer. Every statement that compares sessions says it this way.
 std::string same_session(const std::string& a, const std::string& b);
 

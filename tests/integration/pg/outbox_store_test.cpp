@@ -144,7 +144,7 @@ TEST_CASE("a row waits while an earlier row of its session is a due timeout stil
   REQUIRE(all.value().passed_over.size() == 1);
   CHECK(all.value().passed_over[0].id == a3);
   CHECK(all.value().passed_over[0].order ==
-        core::order_key(std::string(must(connection, "SELECT session_user").text(0, 0)), "a"));
+        core::session_key(std::string(must(connection, "SELECT session_user").text(0, 0)), "a"));
   // One row per batch: the immediate batch reads a3 and drops it (a pass
   // moves on past it); the scheduled batch takes t1 though t2 is due first.
   auto one = claim(store, all_partitions(), 1);
@@ -299,7 +299,7 @@ TEST_CASE("a due timeout stops later rows of its session by its own writer only"
   CHECK(ids_of(claimed.value().rows) == Ids{a_timeout, b_row, none_row});
   REQUIRE(claimed.value().passed_over.size() == 1);
   CHECK(claimed.value().passed_over[0].id == a_held);
-  CHECK(claimed.value().passed_over[0].order == core::order_key("app_a", "order-42"));
+  CHECK(claimed.value().passed_over[0].order == core::session_key("app_a", "order-42"));
   CHECK(claimed.value().rows[1].writer == "app_b");
   CHECK_FALSE(claimed.value().rows[2].writer.has_value());
 }

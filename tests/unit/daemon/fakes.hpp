@@ -95,7 +95,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     std::set<std::string> blocked;
     const auto now = clock_.now();
     for (const auto& [id, row] : table) {
-      const auto order = core::order_key(row.message);
+      const auto order = core::session_key(row.message);
       const bool waiting = row.status == Status::parked || (row.status == Status::pending && row.next_attempt > now);
       if (order && waiting) blocked.insert(*order);
       if (row.status != Status::pending || row.next_attempt > now || id <= after_id) continue;

@@ -3,8 +3,8 @@
 
 #include "dispatch/claim_pass.hpp"
 
-using outboxd::core::order_key;
 using outboxd::core::OutboxMessage;
+using outboxd::core::session_key;
 using outboxd::dispatch::ClaimPass;
 
 namespace {
@@ -39,8 +39,8 @@ TEST_CASE("A full batch moves the cursor, and after a short one the next claim s
 TEST_CASE("A row passed over stops its session's later rows until the pass ends", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 10);
-  pass.pass_over(7, order_key(std::nullopt, "a"));
-  pass.pass_over(5, order_key(std::nullopt, "a"));  // the lowest counts
+  pass.pass_over(7, session_key(std::nullopt, "a"));
+  pass.pass_over(5, session_key(std::nullopt, "a"));  // the lowest counts
   CHECK(pass.passed_over_any());
   CHECK(pass.waits(row(6, "a")));
   CHECK_FALSE(pass.waits(row(4, "a")));
@@ -56,11 +56,11 @@ TEST_CASE("A row passed over stops its session's later rows until the pass ends"
 TEST_CASE("A row passed over stops its own writer's rows of the session id only", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 10);
-  pass.pass_over(5, order_key("app_a", "order-42"));
+  pass.pass_over(5, session_key("app_a", "order-42"));
   CHECK(pass.waits(row(6, "order-42", "app_a")));
   CHECK_FALSE(pass.waits(row(6, "order-42", "app_b")));
   CHECK_FALSE(pass.waits(row(6, "order-42")));  // no writer (written before 009): a scope of its own
-  pass.pass_over(7, order_key(std::nullopt, "order-42"));
+  pass.pass_over(7, session_key(std::nullopt, "order-42"));
   CHECK(pass.waits(row(8, "order-42")));
   CHECK_FALSE(pass.waits(row(8, "order-42", "app_b")));
 }
@@ -68,7 +68,7 @@ TEST_CASE("A row passed over stops its own writer's rows of the session id only"
 TEST_CASE("restart starts from the lowest id and forgets the rows passed over", "[dispatch][claim_pass]") {
   ClaimPass pass;
   pass.on_claim(true, 30);
-  pass.pass_over(25, order_key(std::nullopt, "a"));
+  pass.pass_over(25, session_key(std::nullopt, "a"));
   pass.restart();
   CHECK(pass.cursor() == 0);
   CHECK_FALSE(pass.waits(row(26, "a")));

@@ -155,7 +155,7 @@ TEST_CASE("RowBook: a row behind a timeout stops its own writer's rows of the se
   };
   core::ClaimedSets sets;
   sets.immediate = immediate({written_by("app_a", message(6, "order-42")), written_by("app_b", message(7, "order-42"))},
-                             {{4, core::order_key("app_a", "order-42")}});
+                             {{4, core::session_key("app_a", "order-42")}});
   const auto claimed = f.claim(sets, 3);
   CHECK(claimed.added == 1);
   CHECK(f.book.find(6) == nullptr);  // behind app_a's 4
