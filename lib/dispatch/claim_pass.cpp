@@ -1,7 +1,6 @@
-// The claim pass: cursor and the order scopes stopped until the pass ends.
+// The claim pass: cursor, horizon, and the sessions stopped until the pass ends.
 #include "dispatch/claim_pass.hpp"
 
-#include <algorithm>
 #include <utility>
 
 namespace outboxd::dispatch {
@@ -16,19 +15,6 @@ void ClaimPass::on_claim(bool full, core::RowId last_id, std::string seen, bool 
   } else {
     horizon_.reset();
   }
-}
-
-void ClaimPass::pass_over(core::RowId id, const std::string& order) {
-  const auto [at, inserted] = passed_over_.try_emplace(order, id);
-  if (!inserted) at->second = std::min(at->second, id);
-}
-
-bool ClaimPass::waits(const core::OutboxMessage& row) const {
-  if (passed_over_.empty()) return false;  // the usual case: no key to build
-  const auto order = core::session_key(row);
-  if (!order) return false;
-  const auto passed = passed_over_.find(*order);
-  return passed != passed_over_.end() && row.id > passed->second;
 }
 
 void ClaimPass::on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after) {

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/outbox_message.hpp"
+#include "core/session_stops.hpp"
 
 namespace outboxd::dispatch {
 
@@ -18,8 +18,8 @@ namespace outboxd::dispatch {
 // lowest pending id again, and finds the rows whose transactions committed
 // late with ids below the cursor. A row the pass moved past because an
 // earlier timeout of its session is due stops its session's later rows
-// until the pass ends, or they would overtake it once the timeout is marked;
-// a session being its writer's (core::session_key), as in the claim's SQL.
+// until the pass ends, or they would overtake it once the timeout is marked
+// (core::SessionStops).
 class ClaimPass {
  public:
   core::RowId cursor() const { return cursor_; }
@@ -48,10 +48,10 @@ class ClaimPass {
   const std::vector<std::string>& backlog_destinations() const { return backlog_destinations_; }
   const std::string& lanes_after() const { return lanes_after_; }
   void on_lanes(std::vector<std::string> backlog_destinations, std::optional<std::string> lanes_after);
-  // The claim moved past this row of order scope `order` (behind a due timeout).
-  void pass_over(core::RowId id, const std::string& order);
-  // A claimed row waits for the next pass: a lower row of its session (core::session_key) was passed over.
-  bool waits(const core::OutboxMessage& row) const;
+  // The claim moved past row `id` of `session` (a core::session_key): behind a due timeout or a late commit.
+  void pass_over(core::RowId id, const std::string& session) { passed_over_.stop(id, session); }
+  // A claimed row waits for the next pass: a lower row of its session was passed over.
+  bool waits(const core::OutboxMessage& row) const { return passed_over_.waits(row); }
   bool passed_over_any() const { return !passed_over_.empty(); }
   // From the lowest id again (new partitions, a new connection, a timeout marked).
   void restart();
@@ -64,7 +64,7 @@ class ClaimPass {
   std::uint64_t restarts_ = 0;
   std::optional<std::string> horizon_;
   std::size_t read_ = 0;
-  std::unordered_map<std::string, core::RowId> passed_over_;  // session key: lowest id passed over
+  core::SessionStops passed_over_;
   std::vector<std::string> backlog_destinations_;
   std::string lanes_after_;
 };

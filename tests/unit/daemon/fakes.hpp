@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/session_stops.hpp"
 #include "daemon/run/ports.hpp"
 
 namespace outboxd::daemon::test {
@@ -82,8 +83,9 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   RowStore& rows() override { return *this; }
   LeaseStore& leases() override { return *this; }
 
-  // RowStore: immediate rows only, in id order; a session waits behind an
-  // earlier row of its own, by the same writer, that is parked or backing off.
+  // RowStore: immediate rows only, in id order; a row waits behind an earlier
+  // row of its session (core::SessionStops, the daemon's own rule) that is
+  // parked or backing off.
   core::Result<core::ClaimedSets> claim(const std::vector<int>& partitions, int limit, core::RowId after_id,
                                         std::span<const core::RowId> known, const core::ClaimBytes& bytes,
                                         const core::LaneRequest&, const std::optional<std::string>&) override {
@@ -92,16 +94,16 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     if (auto error = take(fail_claim)) return *error;
     core::ClaimedSets sets;
     std::int64_t read_bytes = 0;
-    std::set<std::string> blocked;
+    core::SessionStops stops;
     const auto now = clock_.now();
     for (const auto& [id, row] : table) {
-      const auto order = core::session_key(row.message);
-      const bool waiting = row.status == Status::parked || (row.status == Status::pending && row.next_attempt > now);
-      if (order && waiting) blocked.insert(*order);
+      if (row.status == Status::parked || (row.status == Status::pending && row.next_attempt > now)) {
+        if (auto session = core::session_key(row.message)) stops.stop(id, *session);
+      }
       if (row.status != Status::pending || row.next_attempt > now || id <= after_id) continue;
       if (std::find(partitions.begin(), partitions.end(), row.message.partition) == partitions.end()) continue;
       if (std::find(known.begin(), known.end(), id) != known.end()) continue;
-      if (order && blocked.contains(*order)) continue;
+      if (stops.waits(row.message)) continue;
       if (sets.immediate.read == static_cast<std::size_t>(limit)) break;
       // Payload is body and headers. Which rows are too large, and what their
       // reason says, is the real claim's to decide (claim_bytes_test): here

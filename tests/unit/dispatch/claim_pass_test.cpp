@@ -9,12 +9,10 @@ using outboxd::dispatch::ClaimPass;
 
 namespace {
 
-OutboxMessage row(outboxd::core::RowId id, std::optional<std::string> session,
-                  std::optional<std::string> writer = std::nullopt) {
+OutboxMessage row(outboxd::core::RowId id, std::optional<std::string> session) {
   OutboxMessage m;
   m.id = id;
   m.session_id = std::move(session);
-  m.writer = std::move(writer);
   return m;
 }
 
@@ -51,18 +49,6 @@ TEST_CASE("A row passed over stops its session's later rows until the pass ends"
   pass.on_claim(false, 22);
   CHECK_FALSE(pass.waits(row(12, "a")));
   CHECK_FALSE(pass.passed_over_any());
-}
-
-TEST_CASE("A row passed over stops its own writer's rows of the session id only", "[dispatch][claim_pass]") {
-  ClaimPass pass;
-  pass.on_claim(true, 10);
-  pass.pass_over(5, session_key("app_a", "order-42"));
-  CHECK(pass.waits(row(6, "order-42", "app_a")));
-  CHECK_FALSE(pass.waits(row(6, "order-42", "app_b")));
-  CHECK_FALSE(pass.waits(row(6, "order-42")));  // no writer (written before 009): a scope of its own
-  pass.pass_over(7, session_key(std::nullopt, "order-42"));
-  CHECK(pass.waits(row(8, "order-42")));
-  CHECK_FALSE(pass.waits(row(8, "order-42", "app_b")));
 }
 
 TEST_CASE("restart starts from the lowest id and forgets the rows passed over", "[dispatch][claim_pass]") {
