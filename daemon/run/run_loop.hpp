@@ -2,27 +2,23 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "config/reload.hpp"
-#include "daemon/run/backlog_metrics.hpp"
-#include "daemon/run/backlog_ranking.hpp"
+#include "daemon/run/backlog_step.hpp"
 #include "daemon/run/claim_step.hpp"
 #include "daemon/run/decision_writer.hpp"
-#include "core/clock.hpp"
 #include "daemon/run/lease_keeper.hpp"
 #include "daemon/run/ports.hpp"
+#include "daemon/run/publish_step.hpp"
+#include "daemon/run/reporting.hpp"
 #include "daemon/run/run_loop_metrics.hpp"
-#include "daemon/run/service_manager.hpp"
 #include "dispatch/loop_timers.hpp"
 #include "dispatch/planner.hpp"
 #include "dispatch/row_book.hpp"
-#include "metrics/health.hpp"
-#include "http/http_server.hpp"
 #include "metrics/registry.hpp"
 
 namespace outboxd::daemon {
@@ -52,28 +48,17 @@ class RunLoop {
   const RunLoopMetrics& metrics() const { return metrics_; }
 
  private:
-  // One loop iteration, in order.
+  // The steps of a turn that are the loop's own; the others belong to its parts.
   void handle_signals();
   void reload();
   void apply_reload(config::ReloadPlan plan);
-  void announce_ready();
-  void report_status(bool refresh);
-  void schedule_stats(core::SteadyTime now);
-  void schedule_backlog(core::SteadyTime now);
-  void apply_outcomes();
   core::Status keep_database();
   void persist_decisions();
   void keep_leases();
-  void claim_rows();
-  void publish_ready();
   void purge_finished();
-  void measure_backlog();
-  void log_stats();
   void sleep_until_next_event();
-  void update_health();
 
   // Parts of those steps.
-  void note_broker_connection(const std::vector<BrokerNews::ConnectionEvent>& events);
   void hand_back_drained();
   bool finished_stopping() const;
   void fail_database(const core::Error& error);
@@ -83,31 +68,18 @@ class RunLoop {
   config::Config config_;
   std::string instance_id_;
   metrics::Registry registry_;
-  metrics::Health health_;
   RunLoopMetrics metrics_;
-  BacklogMetrics backlog_;
-  BacklogRanking backlog_ranking_;
-  std::unique_ptr<metrics::HttpServer> http_;
-  Database& db_;
-  Broker& broker_;
-  Events& events_;
-  const core::Clock& clock_;
-  core::RandomSource& random_;
+  Ports ports_;
   dispatch::RowBook book_;  // the rows held, the claim pass and the planner
   LeaseKeeper leases_;
-  ServiceManager service_;
-  bool announced_ready_ = false;
-
   dispatch::LoopTimers timers_;  // every deadline that ends a sleep
   DecisionWriter decisions_;     // outcomes in, marks and failures out, retention's purge
   ClaimStep claims_;             // the claim, NOTIFY or polling, the wait for the standby
-  bool broker_up_ = false;
-  std::string broker_down_reason_;  // the last failed attempt's, logged at warn once
-
+  PublishStep publisher_;        // rows out to the broker, its news in
+  BacklogStep backlog_;          // the backlog figures of /metrics
+  Reporting reporting_;          // health, /metrics, the service manager, the stats line
   bool stopping_ = false;
   std::optional<int> exit_code_;
-
-  DecisionWriter::Totals last_stats_;  // the totals at the last stats line
 };
 
 }  // namespace outboxd::daemon

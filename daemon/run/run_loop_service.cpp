@@ -1,4 +1,4 @@
-// Signals and the service manager: stop on SIGTERM, reload on SIGHUP, readiness and STATUS= lines.
+// Signals: stop on SIGTERM and SIGINT, reload on SIGHUP.
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -13,7 +13,7 @@
 namespace outboxd::daemon {
 
 void RunLoop::handle_signals() {
-  for (const int signal : events_.take_signals()) {
+  for (const int signal : ports_.events.take_signals()) {
     if (signal == SIGHUP) {
       if (stopping_) spdlog::info("SIGHUP while stopping: not reloading");
       else reload();
@@ -23,13 +23,11 @@ void RunLoop::handle_signals() {
       spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
                    config_.dispatch.shutdown_timeout.count(), book_.in_flight());
       stopping_ = true;
-      health_.stopping = true;
-      service_.stopping();
-      report_status(false);  // the loop may end in this very iteration
-      timers_.set(dispatch::Timer::stop, clock_.now() + config_.dispatch.shutdown_timeout);
+      reporting_.stopping();
+      timers_.set(dispatch::Timer::stop, ports_.clock.now() + config_.dispatch.shutdown_timeout);
     } else {
       spdlog::warn("{} again: stopping now", strsignal(signal));
-      timers_.set(dispatch::Timer::stop, clock_.now());
+      timers_.set(dispatch::Timer::stop, ports_.clock.now());
     }
   }
 }
@@ -38,7 +36,7 @@ void RunLoop::handle_signals() {
 // file is reported as check-config reports it and the running configuration
 // stays. Before start-up is announced, READY=1 must wait for the connections.
 void RunLoop::reload() {
-  if (announced_ready_) service_.reloading();
+  reporting_.reloading();
   spdlog::info("SIGHUP: reloading {}", config_.source);
   auto loaded = config::load_file(config_.source);
   if (loaded) {
@@ -49,7 +47,7 @@ void RunLoop::reload() {
     spdlog::error("reload: {} has {} error{}; the running configuration stays", config_.source, count,
                   count == 1 ? "" : "s");
   }
-  if (announced_ready_) service_.ready();
+  reporting_.reloaded();
 }
 
 // Everything the loop reads afresh needs nothing more; the planner, the logger
@@ -64,38 +62,16 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
     book_.set_policy(planner_policy(config_.dispatch));
     decisions_.set_settings(DecisionWriter::settings_of(config_));
     claims_.set_settings(ClaimStep::settings_of(config_));
-    const auto now = clock_.now();
+    backlog_.set_settings(BacklogStep::settings_of(config_));
+    reporting_.set_settings(Reporting::settings_of(config_));
+    const auto now = ports_.clock.now();
     timers_.set_earlier(dispatch::Timer::poll, now + config_.dispatch.poll_interval);
     timers_.set_earlier(dispatch::Timer::purge, now + config_.retention.purge_interval);
-    schedule_stats(now);
-    schedule_backlog(now);
     spdlog::info("reload: applied {}", fmt::join(plan.applied, ", "));
   }
   if (!plan.needs_restart.empty()) {
     spdlog::warn("reload: changed but kept as running until a restart: {}", fmt::join(plan.needs_restart, ", "));
   }
-}
-
-// Ready for the service manager once rows can flow: the database and the
-// broker are both connected (once; reconnects later are no news to it).
-void RunLoop::announce_ready() {
-  if (announced_ready_ || !db_.up() || !broker_up_) return;
-  service_.ready();
-  announced_ready_ = true;
-}
-
-void RunLoop::report_status(bool refresh) {
-  if (stopping_) return service_.status("stopping", fmt::format("{} in flight", book_.in_flight()), refresh);
-  if (!db_.up()) return service_.status("connecting to the database", "", refresh);
-  if (!broker_up_) return service_.status("waiting for the broker", "", refresh);
-  if (!leases_.may_publish()) return service_.status("waiting for partition leases", "", refresh);
-  if (claims_.standby().stalled()) {
-    return service_.status("rows waiting for the standby",
-                           fmt::format("{} claimed rows wait for database.wait_for_standby", claims_.standby().waiting_rows()),
-                           refresh);
-  }
-  service_.status("dispatching", fmt::format("{} in flight, {} dispatched", book_.in_flight(), decisions_.totals().dispatched),
-                  refresh);
 }
 
 }  // namespace outboxd::daemon

@@ -10,21 +10,22 @@ using dispatch::Timer;
 // The deadlines other parts own, copied in before the sleep is measured.
 void RunLoop::follow_timers() {
   timers_.follow(Timer::retry, book_.next_retry());
-  timers_.follow(Timer::ping, service_.next_ping());
+  timers_.follow(Timer::ping, reporting_.next_ping());
   timers_.follow(Timer::lease_expiry,
                  leases_.may_publish() ? std::optional(leases_.valid_until()) : std::nullopt);
-  timers_.follow(Timer::reconnect, db_.next_attempt());
+  timers_.follow(Timer::reconnect, ports_.database.next_attempt());
   timers_.set(Timer::lease_renewal, leases_.next_renewal());
   claims_.follow_timers();
 }
 
 void RunLoop::sleep_until_next_event() {
+  auto& db = ports_.database;
   const auto decision = dispatch::before_sleep({.claim_possible = claims_.possible(stopping_),
                                                 .claim_may_find_rows = book_.claim_may_find_rows(),
                                                 .notify_armed = claims_.notify_armed(),
-                                                .notifications = db_.notifications(),
+                                                .notifications = db.notifications(),
                                                 .busy = claims_.busy(),
-                                                .database_up = db_.up(),
+                                                .database_up = db.up(),
                                                 .stopping = stopping_});
   if (decision == dispatch::BeforeSleep::claim) return;
   if (decision == dispatch::BeforeSleep::arm_notify) {
@@ -34,14 +35,14 @@ void RunLoop::sleep_until_next_event() {
   }
   // libpq reads a NOTIFY that arrives during a statement along with its
   // results and queues it: the socket will not become readable for it.
-  if (db_.drain_notifications()) {
+  if (db.drain_notifications()) {
     book_.expect_rows();
     if (claims_.possible(stopping_)) return;
   }
   follow_timers();
-  const auto ready = events_.wait(db_.socket(), dispatch::sleep_budget(timers_, clock_.now(), db_.up()));
-  if (ready.database && db_.drain_notifications()) book_.expect_rows();
-  const auto now = clock_.now();
+  const auto ready = ports_.events.wait(db.socket(), dispatch::sleep_budget(timers_, ports_.clock.now(), db.up()));
+  if (ready.database && db.drain_notifications()) book_.expect_rows();
+  const auto now = ports_.clock.now();
   if (timers_.fire(Timer::poll, now)) {
     book_.expect_rows();
     timers_.set(Timer::poll, now + config_.dispatch.poll_interval);

@@ -161,9 +161,14 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
     purged_failed.push_back(keep_for);
     return pg::FailedPurge{};
   }
-  core::Result<pg::BacklogReport> backlog(const std::vector<int>&, int, int) override { return pg::BacklogReport{}; }
+  core::Result<pg::BacklogReport> backlog(const std::vector<int>&, int, int) override {
+    ++backlogs;
+    if (auto error = take(fail_backlog)) return *error;
+    return pg::BacklogReport{};
+  }
   core::Result<pg::BacklogReport> backlog_of(const std::vector<int>&, int, int,
                                              const std::vector<std::string>&) override {
+    ++backlogs;
     return pg::BacklogReport{};
   }
   core::Status refresh_statistics() override {
@@ -238,6 +243,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   bool handed_back_all = false;
   bool deregistered = false;
   int claims = 0;
+  int backlogs = 0;  // backlog measurements
   std::optional<std::chrono::milliseconds> next_due;  // what a short claim says of the next scheduled row
   core::ClaimBytes last_claim_bytes;
   int losses = 0;
@@ -247,7 +253,7 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   int standby_reads = 0;
   std::optional<core::Error> connect_error;
   // One-shot failures of the next statement of that kind.
-  std::optional<core::Error> fail_claim, fail_mark, fail_failures;
+  std::optional<core::Error> fail_claim, fail_mark, fail_failures, fail_backlog;
 
  private:
   static std::optional<core::Error> take(std::optional<core::Error>& failure) { return std::exchange(failure, {}); }
@@ -287,6 +293,10 @@ class FakeBroker final : public Broker {
   void stop() override { stopped = true; }
   bool plain_over_cleartext() const override { return false; }
   bool has_news() const { return !news_.outcomes.empty() || !news_.connection_events.empty(); }
+  // The publisher's thread reports its connection to `node` up or down.
+  void connection(bool up, std::string reason, std::string node = "127.0.0.1:5672") {
+    news_.connection_events.push_back({up, std::move(node), std::move(reason)});
+  }
 
   // Answers every unanswered row with `outcome`.
   void answer_all(core::DeliveryOutcome outcome) {
