@@ -8,7 +8,10 @@
 //      or is told), the rule (Int, Millis, Seconds, Real, Flag, Words, Choice,
 //      or Custom with a reader in sections_*.cpp when a range is not enough),
 //      and the help line;
-//   3. its use in the daemon, and its documented line in config/outboxd.yaml;
+//   3. its use: in the run loop, the `Settings` of the part that reads it
+//      (`settings_of()` in daemon/run/*_step.cpp, decision_writer.cpp,
+//      reporting.cpp), or `planner_policy()` in daemon/run/run_loop.cpp for
+//      the planner's; and its documented line in config/outboxd.yaml;
 //   4. regenerate docs/configuration.md: OUTBOXD_WRITE_DOCS=1 build/tests/unit_tests '[keys]'.
 // The unit tests ([keys], [example], [reload]) fail until 3 and 4 agree with the row.
 // Rules between keys (min <= max, lease arithmetic, SASL, TLS) stay in validate.cpp and sasl.cpp.
