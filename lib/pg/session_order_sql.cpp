@@ -9,7 +9,8 @@
 //   session_in_order()  an earlier row of its session waits unclaimed in another destination
 //
 // The claims of outbox_sql.cpp combine them; what the daemon then does with a
-// row passed over is dispatch::ClaimPass's (docs/design.md, "Why a row waits").
+// row passed over is dispatch::ClaimPass's; every other reason a row waits is
+// listed in docs/design.md, "Why a pending row waits".
 #include "pg/session_order_sql.hpp"
 
 namespace outboxd::pg::outbox_sql {
