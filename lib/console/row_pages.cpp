@@ -3,6 +3,7 @@
 
 #include "console/page_parts.hpp"
 #include "console/pages.hpp"
+#include "console/pretty_json.hpp"
 
 namespace outboxd::console {
 
@@ -66,10 +67,11 @@ Html events_table(const std::vector<nlohmann::json>& events) {
 Html body_html(const BodyView& body) {
   std::string kind;
   std::string shown;
-  const auto json = nlohmann::json::parse(body.bytes, nullptr, false);
-  if (!json.is_discarded() && (json.is_object() || json.is_array())) {
+  const auto first = body.bytes.find_first_not_of(" \t\r\n");
+  const bool container = first != std::string::npos && (body.bytes[first] == '{' || body.bytes[first] == '[');
+  if (container && nlohmann::json::accept(body.bytes)) {
     kind = "JSON";
-    shown = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    shown = pretty_json(body.bytes, kShownBodyBytes);
   } else if (is_plain_text(body.bytes)) {
     kind = "text";
     shown = body.bytes;
