@@ -66,6 +66,13 @@ std::string overview_page(const Frame& frame, const nlohmann::json& status, cons
   }
   content += table({"destination", "due", "scheduled", "retrying", "parked", "oldest due", "waiting, last hour"}, rows)
                  .markup;
+  if (const auto left_out = samples.left_out(); left_out > 0) {
+    content += element("p", "count",
+                       text("charts: the " + std::to_string(kMaxSampledDestinations) +
+                            " destinations owing the most rows are sampled; " + std::to_string(left_out) +
+                            " more were left out of the latest sample, their charts have gaps"))
+                   .markup;
+  }
   const auto& total = field(status, "total");
   content += element("p", "count", text("in all: " + count_of(total, "due") + " due, " + count_of(total, "scheduled") +
                                         " scheduled, " + count_of(total, "retrying") + " retrying, " +

@@ -2,6 +2,9 @@
 #include "console/samples.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
 
 namespace outboxd::console {
 
@@ -12,7 +15,18 @@ std::int64_t open_rows(const BacklogCounts& counts) { return counts.waiting + co
 }  // namespace
 
 void SampleHistory::add(Sample sample) {
-  while (sample.destinations.size() > kMaxSampledDestinations) sample.destinations.erase(std::prev(sample.destinations.end()));
+  auto& destinations = sample.destinations;
+  if (destinations.size() > kMaxSampledDestinations) {
+    std::vector<std::pair<std::int64_t, std::string>> ranked;  // open rows, name
+    ranked.reserve(destinations.size());
+    for (const auto& [name, counts] : destinations) ranked.emplace_back(open_rows(counts), name);
+    const auto kept_end = ranked.begin() + static_cast<std::ptrdiff_t>(kMaxSampledDestinations);
+    std::nth_element(ranked.begin(), kept_end, ranked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (auto left = kept_end; left != ranked.end(); ++left) destinations.erase(left->second);
+    sample.left_out += ranked.size() - kMaxSampledDestinations;
+  }
   const double oldest = sample.at - window_;
   samples_.push_back(std::move(sample));
   while (!samples_.empty() && samples_.front().at < oldest) samples_.pop_front();
@@ -32,7 +46,8 @@ Series SampleHistory::destination_backlog(const std::string& destination, double
   Series series{"waiting", "#1f6feb", {}};
   for (const Sample& s : samples_) {
     const auto found = s.destinations.find(destination);
-    series.points.emplace_back(s.at - now, found == s.destinations.end() ? 0.0 : static_cast<double>(found->second.waiting));
+    if (found != s.destinations.end()) series.points.emplace_back(s.at - now, static_cast<double>(found->second.waiting));
+    else if (s.left_out == 0) series.points.emplace_back(s.at - now, 0.0);
   }
   return series;
 }

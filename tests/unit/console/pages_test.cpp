@@ -108,3 +108,20 @@ TEST_CASE("A chart is one inline SVG with escaped title and a polyline per serie
   CHECK(contains(svg, ">100</text>"));
   CHECK_FALSE(contains(svg, "<script"));
 }
+
+TEST_CASE("Past 50 destinations the samples keep those owing the most rows, and the overview says so",
+          "[console]") {
+  SampleHistory history(3600);
+  Sample sample{0, {}, {}, std::nullopt};
+  for (int i = 0; i < 60; ++i) sample.destinations["!hide-" + std::to_string(100 + i)] = {1, 0, 0};
+  for (int i = 0; i < 3; ++i) sample.destinations["orders-" + std::to_string(i)] = {100 + i, 0, 0};
+  history.add(sample);
+  const auto orders = history.destination_backlog("orders-0", 0);
+  REQUIRE(orders.points.size() == 1);
+  CHECK(orders.points[0].second == 100);
+  CHECK(history.left_out() == 13);
+  // A destination left out of a sample has no point there, rather than a 0 that flattens its chart.
+  CHECK(history.destination_backlog("!hide-159", 0).points.empty());
+  const json status = {{"destinations", json::object()}, {"total", json::object()}};
+  CHECK(contains(overview_page(kFrame, status, history, 0), "13 more were left out"));
+}
