@@ -43,6 +43,12 @@ void refuse(const httplib::Request& request, httplib::Response& response, int st
   if (status == 401) response.set_header("WWW-Authenticate", "Bearer");
 }
 
+// A field of the form a POST carries in its body; a query string does not count.
+std::string form_field(const httplib::Request& request, std::string_view name) {
+  if (request.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) != 0) return {};
+  return console::form_value(request.body, name);
+}
+
 }  // namespace
 
 bool wants_json(const httplib::Request& request) {
@@ -80,7 +86,7 @@ std::optional<Caller> ConsoleApp::caller_of(const httplib::Request& request) {
     if (!token || !console::same_secret(*token, token_)) return std::nullopt;
     return Caller{"bearer token", "", true};
   }
-  const auto id = console::cookie_value(request.get_header_value("Cookie"), console::kLoginCookie);
+  const auto id = console::cookie_value(request.get_header_value("Cookie"), console::login_cookie_name(config_.console.behind_tls));
   if (!id) return std::nullopt;
   const auto login = logins_.find(*id, Clock::now());
   if (!login) return std::nullopt;
@@ -94,7 +100,7 @@ httplib::Server::Handler ConsoleApp::guarded(Handler handler) {
     // A cookie rides along with any request a browser sends, so a POST made
     // by it must also prove it came from one of our pages.
     if (request.method == "POST" && !caller->bearer &&
-        !console::same_secret(request.get_param_value("csrf"), caller->csrf)) {
+        !console::same_secret(form_field(request, "csrf"), caller->csrf)) {
       return refuse(request, response, 403, "the form's CSRF token is missing or stale: reload the page",
                     {caller->name, caller->csrf});
     }
@@ -130,24 +136,23 @@ void ConsoleApp::add_routes(httplib::Server& routes) {
 }
 
 void ConsoleApp::login(const httplib::Request& request, httplib::Response& response) {
-  const auto name = console::login_name(request.get_param_value("name"));
-  if (!console::same_secret(request.get_param_value("token"), token_)) {
+  const auto name = console::login_name(form_field(request, "name"));
+  if (!console::same_secret(form_field(request, "token"), token_)) {
     spdlog::warn("console: a login with a wrong token from {}", request.remote_addr);
     return refuse(request, response, 401, "wrong token");
   }
   if (!name) return refuse(request, response, 401, "give your name: actions are recorded with it");
   const std::string id = logins_.open(*name, Clock::now());
   spdlog::info("console: {} logged in from {}", *name, request.remote_addr);
-  response.set_header("Set-Cookie", console::login_cookie(id, false));
+  response.set_header("Set-Cookie", console::login_cookie(id, config_.console.behind_tls));
   response.set_redirect("/", 303);
 }
 
 void ConsoleApp::logout(const httplib::Request& request, httplib::Response& response, const Caller&) {
-  if (const auto id = console::cookie_value(request.get_header_value("Cookie"), console::kLoginCookie)) {
+  if (const auto id = console::cookie_value(request.get_header_value("Cookie"), console::login_cookie_name(config_.console.behind_tls))) {
     logins_.close(*id);
   }
-  response.set_header("Set-Cookie", std::string(console::kLoginCookie) + "=; Path=/; HttpOnly; SameSite=Strict; "
-                                                                           "Max-Age=0");
+  response.set_header("Set-Cookie", console::logout_cookie(config_.console.behind_tls));
   response.set_redirect("/login", 303);
 }
 

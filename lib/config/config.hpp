@@ -193,6 +193,7 @@ struct ConsoleConfig {
   std::string listen = "127.0.0.1:9189";  // host:port; --listen overrides
   std::string token_file;         // resolved path of the login token; read at start, never logged
   bool allow_plain_http = false;  // serve a non-loopback address without TLS (warned)
+  bool behind_tls = false;        // reached through a TLS proxy: the login cookie is __Host- and Secure
   milliseconds sample_interval{10000};  // backlog samples for the charts of /
 
   bool operator==(const ConsoleConfig&) const = default;

@@ -211,9 +211,11 @@ void add_runtime_keys(std::vector<KeySpec>& t) {
       "the console's login and Bearer token (required by `outboxd console`)"));
   t.push_back(key<&Config::console, &ConsoleConfig::allow_plain_http>(
       "console.allow_plain_http", applied, Flag{}, "serve a non-loopback console.listen over plain HTTP"));
+  t.push_back(key<&Config::console, &ConsoleConfig::behind_tls>(
+      "console.behind_tls", applied, Flag{}, "reached through HTTPS: the login cookie is Secure and __Host-"));
   t.push_back(key<&Config::console, &ConsoleConfig::sample_interval>(
       "console.sample_interval_ms", applied, Millis{1000, 3'600'000}, "backlog samples for the console's charts"));
-  for (auto row = t.end() - 4; row != t.end(); ++row) row->on_reload = "console start";
+  for (auto row = t.end() - 5; row != t.end(); ++row) row->on_reload = "console start";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Logins with idle expiry, constant-time token comparison, and the parsing of Cookie and Authorization.
+// Logins with idle expiry, constant-time token comparison, and the parsing of Cookie, Authorization and form bodies.
 #include "console/login_book.hpp"
 
 #include <algorithm>
@@ -14,6 +14,30 @@ std::string_view trimmed(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "+" is a space and "%XX" a byte; a "%" not followed by two hex digits stays as it is.
+std::string form_decoded(std::string_view encoded) {
+  std::string value;
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
+    if (encoded[i] == '+') {
+      value += ' ';
+    } else if (encoded[i] == '%' && i + 2 < encoded.size() && hex_value(encoded[i + 1]) >= 0 &&
+               hex_value(encoded[i + 2]) >= 0) {
+      value += static_cast<char>(hex_value(encoded[i + 1]) * 16 + hex_value(encoded[i + 2]));
+      i += 2;
+    } else {
+      value += encoded[i];
+    }
+  }
+  return value;
 }
 
 }  // namespace
@@ -72,6 +96,20 @@ std::optional<std::string> cookie_value(std::string_view header, std::string_vie
   return std::nullopt;
 }
 
+std::string form_value(std::string_view body, std::string_view name) {
+  while (!body.empty()) {
+    const std::size_t end = body.find('&');
+    const std::string_view pair = body.substr(0, end);
+    const std::size_t equals = pair.find('=');
+    if (pair.substr(0, equals) == name) {
+      return equals == std::string_view::npos ? std::string() : form_decoded(pair.substr(equals + 1));
+    }
+    if (end == std::string_view::npos) break;
+    body.remove_prefix(end + 1);
+  }
+  return {};
+}
+
 std::optional<std::string> bearer_token(std::string_view authorization) {
   authorization = trimmed(authorization);
   constexpr std::string_view kScheme = "bearer ";
@@ -85,9 +123,11 @@ std::optional<std::string> bearer_token(std::string_view authorization) {
 }
 
 std::string login_cookie(std::string_view id, bool secure) {
-  return std::string(kLoginCookie) + "=" + std::string(id) + "; Path=/; HttpOnly; SameSite=Strict" +
+  return std::string(login_cookie_name(secure)) + "=" + std::string(id) + "; Path=/; HttpOnly; SameSite=Strict" +
          (secure ? "; Secure" : "");
 }
+
+std::string logout_cookie(bool secure) { return login_cookie("", secure) + "; Max-Age=0"; }
 
 std::optional<std::string> login_name(std::string_view typed) {
   std::string name(trimmed(core::safe_text(trimmed(typed), 64)));

@@ -13,6 +13,13 @@
 namespace outboxd::console {
 
 inline constexpr const char* kLoginCookie = "outboxd_console";
+// Behind HTTPS: a browser keeps a __Host- cookie only when it is Secure,
+// has Path=/ and no Domain, so it can be neither set nor shadowed by
+// another service on the host or a sibling domain.
+inline constexpr const char* kSecureLoginCookie = "__Host-outboxd_console";
+
+// The login cookie's name: kSecureLoginCookie when `secure` (console.behind_tls).
+inline const char* login_cookie_name(bool secure) { return secure ? kSecureLoginCookie : kLoginCookie; }
 
 struct Login {
   std::string name;  // as given at login, made safe (at most 64 bytes)
@@ -55,12 +62,19 @@ bool same_secret(std::string_view given, std::string_view secret);
 // The value of cookie `name` in a Cookie header ("a=1; b=2").
 std::optional<std::string> cookie_value(std::string_view header, std::string_view name);
 
+// The value of field `name` in a form's body (application/x-www-form-urlencoded:
+// "a=1&b=x%20y"), decoded; empty when the field is absent. Only the body is
+// read: a query string can ride on a link anyone may send, and lands in logs.
+std::string form_value(std::string_view body, std::string_view name);
+
 // The token of "Bearer <token>" (scheme case-insensitive).
 std::optional<std::string> bearer_token(std::string_view authorization);
 
 // The Set-Cookie value for a login: HttpOnly, SameSite=Strict, Path=/;
-// `secure` adds Secure (behind a TLS proxy).
+// `secure` (behind a TLS proxy) names it login_cookie_name(true) and adds Secure.
 std::string login_cookie(std::string_view id, bool secure);
+// The Set-Cookie value that ends a login in the browser.
+std::string logout_cookie(bool secure);
 
 // The name typed at login as it is kept and recorded: safe text, at most 64
 // bytes, surrounding spaces trimmed; nullopt when nothing remains.

@@ -62,9 +62,26 @@ TEST_CASE("Cookie and Authorization headers", "[console]") {
   CHECK(login_cookie("id", false) == "outboxd_console=id; Path=/; HttpOnly; SameSite=Strict");
 }
 
+TEST_CASE("Behind HTTPS the login cookie is Secure and __Host-, and so is its end", "[console]") {
+  CHECK(login_cookie("id", true) == "__Host-outboxd_console=id; Path=/; HttpOnly; SameSite=Strict; Secure");
+  CHECK(logout_cookie(true) == "__Host-outboxd_console=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0");
+  CHECK(logout_cookie(false) == "outboxd_console=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+  CHECK(cookie_value("outboxd_console=a; __Host-outboxd_console=b", login_cookie_name(true)) ==
+        std::optional<std::string>("b"));
+}
+
 TEST_CASE("A login name is kept as safe text of at most 64 bytes", "[console]") {
   CHECK(login_name("  alice ") == std::optional<std::string>("alice"));
   CHECK(login_name("bob\n\x1b[2J") == std::optional<std::string>("bob  [2J"));
   CHECK_FALSE(login_name("   "));
   CHECK(login_name(std::string(200, 'x'))->size() <= 64);
+}
+
+TEST_CASE("A form field is read from the body only, decoded", "[console]") {
+  CHECK(form_value("csrf=ab12&name=alice+%3Cops%3E", "name") == "alice <ops>");
+  CHECK(form_value("csrf=ab12&name=alice", "csrf") == "ab12");
+  CHECK(form_value("xcsrf=1&csrfx=2", "csrf").empty());
+  CHECK(form_value("csrf", "csrf").empty());
+  CHECK(form_value("a=%zz%4", "a") == "%zz%4");  // not an escape: kept as it came
+  CHECK(form_value("", "csrf").empty());
 }
