@@ -52,6 +52,9 @@ def test_an_action_without_its_csrf_token_answers_403_and_changes_nothing(live):
         for path in [f"/parked/{session}-1/skip", f"/parked/{session}-1/requeue", f"/sessions/{session}/skip"]:
             status, _, _ = console.request("POST", path, headers={"Cookie": cookie}, form=form)
             assert status == 403, (path, form, status)
+            # The token counts only in the form's body: a link can carry a query string.
+            status, _, _ = console.request("POST", f"{path}?csrf={csrf}", headers={"Cookie": cookie}, form=form)
+            assert status == 403, (path, "query string", status)
     assert database.query("SELECT status FROM outbox.messages WHERE message_id = %s", (f"{session}-1",)) == [("parked",)]
     assert database.query("SELECT count(*) FROM outbox.row_events WHERE message_id = %s AND action <> 'parked'",
                           (f"{session}-1",)) == [(0,)]
@@ -133,6 +136,47 @@ def test_a_hostile_row_is_shown_escaped_and_its_id_reaches_its_page(live):
     assert "shown as JSON" in page and "&quot;note&quot;" in page
     assert 'href="/sessions/%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E"' in page
     assert console.request("GET", "/rows/no-such-row", headers=bearer)[0] == 404
+
+
+def peak_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
+def test_a_body_nested_32768_deep_is_shown_in_bounded_memory(live):
+    database, console, _ = live
+    message_id = unique("deep")
+    body = b"[" * 32768 + b"]" * 32768  # the whole 64 KiB the console reads of a body
+    with database.writer() as conn, conn.cursor() as cur:
+        enqueue(cur, "console-orders", message_id, body, content_type="application/json",
+                due_at="2100-01-01T00:00:00Z")
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert console.request("GET", "/rows/no-such-row", headers=bearer)[0] == 404  # the pages' own peak first
+    before = peak_rss_kib(console.process.pid)
+    for _ in range(4):
+        status, _, page = console.request("GET", "/rows/" + quote(message_id, safe=""), headers=bearer)
+        assert status == 200 and "shown as JSON" in page
+    assert peak_rss_kib(console.process.pid) - before < 64 * 1024, "a page took more than 64 MiB"
+
+
+def test_behind_tls_the_login_cookie_is_secure_and_host_prefixed(live, tmp_path):
+    _, _, config = live
+    behind = tmp_path / "behind_tls.yaml"
+    behind.write_text(open(config).read().replace("console:\n", "console:\n  behind_tls: true\n", 1))
+    console = Console(str(behind), str(tmp_path))
+    try:
+        status, headers, _ = console.request("POST", "/login", form={"token": TOKEN, "name": "alice"})
+        assert status == 303
+        cookie = headers["set-cookie"]
+        assert cookie.startswith("__Host-outboxd_console=") and "; Secure" in cookie and "Domain" not in cookie
+        assert "; Path=/" in cookie
+        login = cookie.split(";")[0]
+        assert console.request("GET", "/parked", headers={"Cookie": login})[0] == 200
+        # The plain name, which any service on the host could set, logs no one in.
+        plain = login.replace("__Host-", "", 1)
+        assert console.request("GET", "/parked", headers={"Cookie": plain})[0] == 401
+    finally:
+        assert console.stop() == 0
 
 
 def test_a_non_loopback_listen_is_refused_unless_plain_http_is_allowed_and_sighup_is_ignored(live, tmp_path):
