@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "config/security_warnings.hpp"
 #include "config/url.hpp"
 
 namespace outboxd::amqp {
@@ -32,10 +33,6 @@ core::Status check_tls_files(const config::TlsConfig& tls) {
 
 }  // namespace
 
-bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.") || host == "ip6-localhost";
-}
-
 core::Result<ConnectionSettings> connection_settings(const config::BrokerConfig& broker) {
   if (broker.endpoints.empty()) return core::fatal_error("broker.url was not parsed (config::set_broker_url)");
   ConnectionSettings out;
@@ -44,7 +41,7 @@ core::Result<ConnectionSettings> connection_settings(const config::BrokerConfig&
     const auto name = config::host_port(endpoint);
     out.nodes.push_back({(endpoint.tls ? "amqps://" : "amqp://") + name, endpoint.host,
                          std::to_string(endpoint.port), name});
-    out.loopback = out.loopback && is_loopback_host(endpoint.host);
+    out.loopback = out.loopback && config::is_loopback_host(endpoint.host);
   }
   out.tls = broker.endpoints.front().tls || broker.tls.enabled;
   if (out.tls) {

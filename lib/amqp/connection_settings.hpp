@@ -35,6 +35,4 @@ struct ConnectionSettings {
 // cannot be read (now: they may have gone since the config was loaded).
 core::Result<ConnectionSettings> connection_settings(const config::BrokerConfig& broker);
 
-bool is_loopback_host(const std::string& host);
-
 }  // namespace outboxd::amqp

@@ -107,6 +107,8 @@ TEST_CASE("PLAIN over cleartext to a non-loopback host is flagged for a warning"
   CHECK(ok(broker("amqp://broker.example", "app")).plain_over_cleartext);
   CHECK_FALSE(ok(broker("amqp://127.0.0.1", "app")).plain_over_cleartext);
   CHECK_FALSE(ok(broker("amqp://localhost", "app")).plain_over_cleartext);
+  // A name is not an address: 127.evil.example resolves wherever its owner likes.
+  CHECK(ok(broker("amqp://127.evil.example", "app")).plain_over_cleartext);
   CHECK_FALSE(ok(broker("amqps://broker.example", "app")).plain_over_cleartext);
   CHECK_FALSE(ok(broker("amqp://broker.example")).plain_over_cleartext);  // ANONYMOUS
   auto silenced = broker("amqp://broker.example", "app");

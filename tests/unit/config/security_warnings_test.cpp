@@ -19,7 +19,8 @@ TEST_CASE("Loopback hosts", "[config][security]") {
     INFO(host);
     CHECK(is_loopback_host(host));
   }
-  for (const char* host : {"db.example.com", "10.0.0.5", "128.0.0.1", "::2", "localhost.example.com", "0.0.0.0"}) {
+  for (const char* host : {"db.example.com", "10.0.0.5", "128.0.0.1", "::2", "localhost.example.com", "0.0.0.0",
+                           "127.evil.example", "127.0.0.1.evil.example"}) {
     INFO(host);
     CHECK_FALSE(is_loopback_host(host));
   }
