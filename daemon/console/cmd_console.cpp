@@ -1,5 +1,6 @@
 // `outboxd console`: the operators' web view, served until SIGTERM or SIGINT, sampling the backlog for its charts.
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 
 #include <condition_variable>
@@ -20,9 +21,6 @@
 namespace outboxd::daemon {
 
 namespace {
-
-// A token shorter than this is one a person might guess or type from memory.
-constexpr std::size_t kMinTokenBytes = 16;
 
 // The /metrics bounds, with POST for the forms, a small body for their
 // fields, and longer for a page that waits on the database.
@@ -57,8 +55,8 @@ bool listen_allowed(const std::string& listen, const config::ConsoleConfig& cons
 
 std::optional<std::string> read_token(const config::ConsoleConfig& console) {
   if (console.token_file.empty()) {
-    std::cerr << "console: set console.token_file to a file holding the login token (at least " << kMinTokenBytes
-              << " characters)\n";
+    std::cerr << "console: set console.token_file to a file holding the login token (at least "
+              << console::kMinTokenCharacters << " characters)\n";
     return std::nullopt;
   }
   auto token = config::read_secret_file(console.token_file, console.token_file);
@@ -66,10 +64,16 @@ std::optional<std::string> read_token(const config::ConsoleConfig& console) {
     std::cerr << "console: console.token_file: " << token.error().message << '\n';
     return std::nullopt;
   }
-  if (token.value().size() < kMinTokenBytes) {
-    std::cerr << "console: console.token_file " << console.token_file << ": the token is shorter than "
-              << kMinTokenBytes << " characters\n";
+  // A short token is one a person might guess or type from memory.
+  if (auto problem = console::token_problem(token.value())) {
+    std::cerr << "console: console.token_file " << console.token_file << ": " << *problem << '\n';
     return std::nullopt;
+  }
+  struct stat status {};
+  if (::stat(console.token_file.c_str(), &status) == 0) {
+    if (auto warning = config::secret_file_warning("console.token_file", console.token_file, status.st_mode)) {
+      spdlog::warn("{}", *warning);
+    }
   }
   return std::move(token).value();
 }

@@ -136,11 +136,18 @@ void ConsoleApp::add_routes(httplib::Server& routes) {
 }
 
 void ConsoleApp::login(const httplib::Request& request, httplib::Response& response) {
+  if (const auto wait = throttle_.wait(Clock::now()); wait.count() > 0) {
+    response.set_header("Retry-After", std::to_string(wait.count()));
+    return refuse(request, response, 429,
+                  "too many wrong tokens in a row: try again in " + std::to_string(wait.count()) + " s");
+  }
   const auto name = console::login_name(form_field(request, "name"));
   if (!console::same_secret(form_field(request, "token"), token_)) {
+    throttle_.failed(Clock::now());
     spdlog::warn("console: a login with a wrong token from {}", request.remote_addr);
     return refuse(request, response, 401, "wrong token");
   }
+  throttle_.succeeded();
   if (!name) return refuse(request, response, 401, "give your name: actions are recorded with it");
   const std::string id = logins_.open(*name, Clock::now());
   spdlog::info("console: {} logged in from {}", *name, request.remote_addr);

@@ -62,6 +62,7 @@ class ConsoleApp {
   const config::Config config_;
   const std::string token_;
   console::LoginBook logins_;
+  console::LoginThrottle throttle_;  // wrong tokens at login
   std::mutex database_mutex_;
   pg::Connection connection_;  // under database_mutex_
   std::mutex samples_mutex_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 #include "core/safe_text.hpp"
 
@@ -74,6 +75,33 @@ std::optional<Login> LoginBook::find(std::string_view id, Clock::time_point now)
 void LoginBook::close(std::string_view id) {
   std::lock_guard lock(mutex_);
   if (const auto found = logins_.find(id); found != logins_.end()) logins_.erase(found);
+}
+
+std::chrono::seconds LoginThrottle::wait(Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  if (failures_ < kFreeFailures) return std::chrono::seconds(0);
+  const int doublings = std::min(failures_ - kFreeFailures, 6);  // 2^6 s passes kMaxWait
+  const auto until = last_failure_ + std::min(std::chrono::seconds(std::int64_t{1} << doublings), kMaxWait);
+  return until <= now ? std::chrono::seconds(0) : std::chrono::ceil<std::chrono::seconds>(until - now);
+}
+
+void LoginThrottle::failed(Clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  ++failures_;
+  last_failure_ = now;
+}
+
+void LoginThrottle::succeeded() {
+  std::lock_guard lock(mutex_);
+  failures_ = 0;
+}
+
+std::optional<std::string> token_problem(std::string_view token) {
+  const auto counted = static_cast<std::size_t>(std::count_if(token.begin(), token.end(), [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) == 0;
+  }));
+  if (counted >= kMinTokenCharacters) return std::nullopt;
+  return "the token has fewer than " + std::to_string(kMinTokenCharacters) + " characters other than whitespace";
 }
 
 bool same_secret(std::string_view given, std::string_view secret) {

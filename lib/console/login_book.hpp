@@ -55,6 +55,34 @@ class LoginBook {
   std::map<std::string, Entry, std::less<>> logins_;
 };
 
+// Wrong tokens at login, slowed down: after kFreeFailures of them in a row,
+// a login is refused until a wait has passed since the last one, 1 s
+// doubling with each further failure up to kMaxWait; a right token ends the
+// run. Guessing a token of 16 characters is hopeless anyway: this keeps the
+// attempts (and their log lines) few. Bearer requests are not logins and
+// are never slowed. Thread-safe.
+class LoginThrottle {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr int kFreeFailures = 5;
+  static constexpr std::chrono::seconds kMaxWait{60};
+
+  // How long from `now` until a login may be tried; 0: at once.
+  std::chrono::seconds wait(Clock::time_point now) const;
+  void failed(Clock::time_point now);
+  void succeeded();
+
+ private:
+  mutable std::mutex mutex_;
+  int failures_ = 0;  // in a row
+  Clock::time_point last_failure_{};
+};
+
+// Why `token` cannot be the console's, or nullopt: it must hold at least
+// kMinTokenCharacters characters other than whitespace.
+inline constexpr std::size_t kMinTokenCharacters = 16;
+std::optional<std::string> token_problem(std::string_view token);
+
 // Compares in time that depends on the lengths only, so the token cannot be
 // guessed byte by byte from response times.
 bool same_secret(std::string_view given, std::string_view secret);

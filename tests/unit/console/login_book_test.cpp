@@ -85,3 +85,25 @@ TEST_CASE("A form field is read from the body only, decoded", "[console]") {
   CHECK(form_value("a=%zz%4", "a") == "%zz%4");  // not an escape: kept as it came
   CHECK(form_value("", "csrf").empty());
 }
+
+TEST_CASE("A token needs 16 characters other than whitespace", "[console]") {
+  CHECK_FALSE(token_problem("0123456789abcdef"));
+  CHECK(token_problem(std::string(16, ' ')));
+  CHECK(token_problem(" 0123456789abcde\t"));
+  CHECK_FALSE(token_problem("correct horse battery staple"));
+}
+
+TEST_CASE("Wrong tokens in a row slow logins down, a right one ends it", "[console]") {
+  LoginThrottle throttle;
+  const auto t0 = LoginThrottle::Clock::time_point{} + hours(1);
+  for (int i = 0; i < LoginThrottle::kFreeFailures; ++i) {
+    CHECK(throttle.wait(t0) == seconds(0));
+    throttle.failed(t0);
+  }
+  CHECK(throttle.wait(t0) == seconds(1));
+  CHECK(throttle.wait(t0 + seconds(1)) == seconds(0));
+  for (int i = 0; i < 10; ++i) throttle.failed(t0);
+  CHECK(throttle.wait(t0) == LoginThrottle::kMaxWait);
+  throttle.succeeded();
+  CHECK(throttle.wait(t0) == seconds(0));
+}
