@@ -40,6 +40,10 @@ std::string when(const nlohmann::json& value) {
   return shown(text.substr(0, t) + ' ' + text.substr(t + 1, 8) + 'Z' + era);
 }
 
+void print_json(const nlohmann::json& document) {
+  std::cout << document.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << '\n';
+}
+
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths(header.size());
   auto widen = [&](const std::vector<std::string>& row) {

@@ -26,6 +26,11 @@ std::string cell(const nlohmann::json& value, std::size_t width = 40);
 // 9999 keeps all its digits; "-" for null, "infinity" as it is.
 std::string when(const nlohmann::json& value);
 
+// `document` on stdout for scripts (--json): every character outside ASCII
+// written as \uXXXX (U+202E or a C1 control reaches no terminal raw, and a
+// JSON parser reads it back unchanged), invalid UTF-8 as U+FFFD.
+void print_json(const nlohmann::json& document);
+
 // Columns padded to their widest cell, two spaces apart; the last one is not padded.
 void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 

@@ -88,7 +88,7 @@ int cmd_status(const std::string& path, bool json) {
       out["standby"] = {{"waits_for", line->waits_for}, {"reports", line->behind.has_value()},
                         {"behind_bytes", line->behind ? nlohmann::json(*line->behind) : nlohmann::json()}};
     }
-    std::cout << out.dump(2) << '\n';
+    print_json(out);
     return kExitOk;
   }
   std::printf("%-32s %9s %9s %9s %9s %9s %14s\n", "destination", "pending", "due", "scheduled", "retrying",

@@ -51,10 +51,10 @@ int cmd_parked(const std::string& path, const ParkedOptions& options) {
     const auto rows = parsed(listed.value().rows);
     const auto matched = listed.value().matched;
     if (options.json) {
-      std::cout << nlohmann::json{{"rows", rows}, {"matched", matched}, {"limit", options.limit},
-                                  {"more", matched > static_cast<std::int64_t>(rows.size())}}
-                       .dump(2)
-                << '\n';
+      print_json({{"rows", rows},
+                  {"matched", matched},
+                  {"limit", options.limit},
+                  {"more", matched > static_cast<std::int64_t>(rows.size())}});
     } else {
       print_text(rows, matched);
     }

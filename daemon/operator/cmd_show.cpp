@@ -77,7 +77,7 @@ int cmd_show(const std::string& path, const std::string& message_id, bool json) 
     const auto events = parsed(h.events);
     const nlohmann::json row = h.row ? with_body_preview(nlohmann::json::parse(*h.row)) : nlohmann::json();
     if (json) {
-      std::cout << nlohmann::json{{"row", row}, {"events", events}}.dump(2) << '\n';
+      print_json({{"row", row}, {"events", events}});
     } else if (h.row) {
       print_row(row);
       print_events(events);

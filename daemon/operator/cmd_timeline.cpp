@@ -51,10 +51,11 @@ int cmd_timeline(const std::string& path, const std::string& session_id, int lim
     const auto states = parsed(timeline.value().workflow_states);
     const auto matched = timeline.value().rows.matched;
     if (json) {
-      std::cout << nlohmann::json{{"session_id", session_id}, {"rows", rows},     {"matched", matched},
-                                  {"limit", limit},           {"workflow_states", states}}
-                       .dump(2)
-                << '\n';
+      print_json({{"session_id", session_id},
+                  {"rows", rows},
+                  {"matched", matched},
+                  {"limit", limit},
+                  {"workflow_states", states}});
     } else {
       std::cout << "session " << cell(session_id, 200) << '\n';
       print_rows(rows, matched);

@@ -167,15 +167,17 @@ def test_show_prints_a_hostile_body_harmlessly_and_timeline_is_bounded(workdir, 
     body = b"\x1b[2J\x1b]0;owned\x07line\nbreak\xff" + b"x" * 200
     with database.writer() as conn, conn.cursor() as cur:
         enqueue(cur, "orders", "evil-1", body, session_id="evil",
-                headers='{"note": "\\u001b[31mred"}')
+                headers='{"note": "\\u001b[31mred\\u202e\\u009b"}')
         for i in range(3):
             enqueue(cur, "orders", f"evil-{i + 2}", b"x", session_id="evil")
     text = cli("show", "evil-1", "-c", config).stdout
     assert "\x1b" not in text and "\x07" not in text, repr(text)
     shown_body = next(line for line in text.splitlines() if line.startswith("body "))
     assert f"{len(body)} bytes:" in shown_body and shown_body.endswith("..."), shown_body  # the first 96 bytes
-    shown = json.loads(cli("show", "--json", "evil-1", "-c", config).stdout)
-    assert shown["row"]["headers"] == {"note": "\x1b[31mred"}, "--json gives values whole, JSON-escaped"
+    raw = cli("show", "--json", "evil-1", "-c", config).stdout
+    assert "\u202e" not in raw and "\u009b" not in raw and raw.isascii(), "no terminal control reaches stdout raw"
+    shown = json.loads(raw)
+    assert shown["row"]["headers"] == {"note": "\x1b[31mred\u202e\u009b"}, "--json gives values whole, JSON-escaped"
     assert "\x1b" not in shown["row"]["body_preview"]
     bounded = cli("timeline", "evil", "--limit", "2", "-c", config).stdout
     assert "4 rows, 2 shown: 2 more (raise --limit to see them)" in bounded and "evil-3" not in bounded, bounded
