@@ -1,6 +1,7 @@
 """`outboxd console` against a live daemon and RabbitMQ, as the dispatcher role: login, 401, CSRF, actions, audit."""
 
 import json
+import os
 import signal
 import subprocess
 from urllib.parse import quote
@@ -175,6 +176,28 @@ def test_behind_tls_the_login_cookie_is_secure_and_host_prefixed(live, tmp_path)
         # The plain name, which any service on the host could set, logs no one in.
         plain = login.replace("__Host-", "", 1)
         assert console.request("GET", "/parked", headers={"Cookie": plain})[0] == 401
+    finally:
+        assert console.stop() == 0
+
+
+def test_wrong_tokens_in_a_row_slow_logins_down(live, tmp_path):
+    _, _, config = live
+    token_file = open(config).read().split("token_file: ", 1)[1].split("\n", 1)[0].strip().strip('"')
+    os.chmod(token_file, 0o644)  # the group and others may read it: warned at start
+    try:
+        console = Console(config, str(tmp_path))
+    finally:
+        os.chmod(token_file, 0o600)
+    try:
+        assert "console.token_file" in console.log() and "chmod 600" in console.log()
+        for _ in range(5):
+            assert console.request("POST", "/login", form={"token": TOKEN + "x", "name": "mallory"})[0] == 401
+        status, headers, _ = console.request("POST", "/login", form={"token": TOKEN, "name": "alice"})
+        assert status == 429 and headers["retry-after"] == "1"
+        # Scripts with the token are not logins: never slowed.
+        assert console.request("GET", "/api/status", headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        harness.wait_until(lambda: console.request("POST", "/login", form={"token": TOKEN, "name": "alice"})[0] == 303,
+                           timeout=5, what="the login after the wait")
     finally:
         assert console.stop() == 0
 
