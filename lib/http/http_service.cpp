@@ -1,8 +1,10 @@
-// cpp-httplib's server with bounds it lacks: a worker pool that caps connections, a deadline from accept, 405/413 unread.
+// cpp-httplib's server with bounds it lacks: idle connections kept off the workers, a cap, a deadline from accept, 405/413 unread.
 #include "http/http_service.hpp"
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -25,32 +28,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What a worker knows of the connection it is about to serve: cpp-httplib
-// hands the queue a closure around the socket, not the socket itself.
-struct Ticket {
-  Clock::time_point accepted_at;
-  bool over_capacity = false;
-};
-thread_local Ticket t_ticket;
-
-// Worker threads taking connections in accept order; the accept thread runs
-// a connection beyond `max_connections` itself, which closes it at once.
-class BoundedQueue final : public httplib::TaskQueue {
+// Connections from accept to a worker. A connection waits in one poll() of
+// the waiting room's thread until its client sends its first bytes (or
+// hangs up), so that no worker waits on a client that sends nothing; only
+// then does it queue for a worker, in that order. Past `max_connections` the
+// connection idle longest is closed to make room: idle sockets, however
+// many, cannot keep a probe of /healthz out. One idle past the deadline is
+// closed too. cpp-httplib hands the queue a closure around each socket; the
+// queue runs it on the accept thread, and the server's
+// process_and_close_socket hands the socket to admit().
+class ConnectionQueue final : public httplib::TaskQueue {
  public:
-  BoundedQueue(std::size_t workers, std::size_t max_connections) : max_connections_(max_connections) {
-    for (std::size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  using Serve = std::function<void(int sock, Clock::time_point accepted_at)>;
+
+  ConnectionQueue(const HttpLimits& limits, Serve serve)
+      : limits_(limits), serve_(std::move(serve)), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    watcher_ = std::thread([this] { watch(); });
+    for (std::size_t i = 0; i < limits_.workers; ++i) workers_.emplace_back([this] { work(); });
+  }
+  ~ConnectionQueue() override {
+    if (wake_ >= 0) ::close(wake_);
   }
 
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lock(mutex_);
-    if (waiting_.size() + busy_ >= max_connections_) {
-      lock.unlock();
-      t_ticket = {Clock::now(), true};
-      fn();
-      return;
+  void enqueue(std::function<void()> fn) override { fn(); }
+
+  void admit(int sock) {
+    {
+      std::lock_guard lock(mutex_);
+      arrivals_.push_back({sock, Clock::now()});
     }
-    waiting_.push_back({std::move(fn), Clock::now()});
-    ready_.notify_one();
+    wake();
   }
 
   void shutdown() override {
@@ -58,63 +65,140 @@ class BoundedQueue final : public httplib::TaskQueue {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
+    wake();
+    watcher_.join();
     ready_.notify_all();
-    for (std::thread& thread : threads_) thread.join();
+    for (std::thread& thread : workers_) thread.join();
   }
 
  private:
-  struct Job {
-    std::function<void()> serve;
+  struct Connection {
+    int sock;
     Clock::time_point accepted_at;
   };
+
+  void wake() {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto written = ::write(wake_, &one, sizeof one);
+  }
+
+  // The waiting room; `idle` is this thread's alone, so only it closes them.
+  void watch() {
+    std::vector<Connection> idle;
+    std::vector<pollfd> polled;
+    for (;;) {
+      std::size_t queued = 0;
+      {
+        std::lock_guard lock(mutex_);
+        if (stopping_) break;
+        idle.insert(idle.end(), arrivals_.begin(), arrivals_.end());
+        arrivals_.clear();
+        queued = waiting_.size() + busy_;
+      }
+      // The oldest first: they are in accept order.
+      std::size_t evicted = 0;
+      while (evicted < idle.size() && idle.size() - evicted + queued > limits_.max_connections) {
+        ::close(idle[evicted++].sock);
+      }
+      idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(evicted));
+      polled.assign(1, pollfd{wake_, POLLIN, 0});
+      int timeout_ms = -1;  // none idle: until an arrival or stopping
+      const auto now = Clock::now();
+      for (const Connection& c : idle) {
+        polled.push_back({c.sock, POLLIN, 0});
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(c.accepted_at + limits_.deadline - now);
+        const int left_ms = static_cast<int>(std::max<std::int64_t>(left.count(), 0));
+        timeout_ms = timeout_ms < 0 ? left_ms : std::min(timeout_ms, left_ms);
+      }
+      ::poll(polled.data(), polled.size(), timeout_ms);
+      std::uint64_t drained = 0;
+      [[maybe_unused]] const auto read = ::read(wake_, &drained, sizeof drained);
+      handle(idle, polled);
+    }
+    std::lock_guard lock(mutex_);
+    for (const Connection& c : idle) ::close(c.sock);
+    for (const Connection& c : arrivals_) ::close(c.sock);
+    arrivals_.clear();
+  }
+
+  // After a poll: readable (or hung up) to the workers, past the deadline closed, the rest kept.
+  void handle(std::vector<Connection>& idle, const std::vector<pollfd>& polled) {
+    const auto now = Clock::now();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < idle.size(); ++i) {
+      if (polled[i + 1].revents != 0) {
+        std::lock_guard lock(mutex_);
+        waiting_.push_back(idle[i]);
+        ready_.notify_one();
+      } else if (now >= idle[i].accepted_at + limits_.deadline) {
+        ::close(idle[i].sock);
+      } else {
+        idle[kept++] = idle[i];
+      }
+    }
+    idle.resize(kept);
+  }
 
   void work() {
     for (;;) {
       std::unique_lock lock(mutex_);
       ready_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
-      if (waiting_.empty()) return;  // stopping, and every accepted connection served
-      Job job = std::move(waiting_.front());
+      if (waiting_.empty()) return;  // stopping, and every connection handed over served
+      const Connection connection = waiting_.front();
       waiting_.pop_front();
       ++busy_;
       lock.unlock();
-      t_ticket = {job.accepted_at, false};
-      job.serve();
+      serve_(connection.sock, connection.accepted_at);
       lock.lock();
       --busy_;
     }
   }
 
-  const std::size_t max_connections_;
+  const HttpLimits& limits_;
+  const Serve serve_;
+  const int wake_;  // an eventfd: arrivals and stopping end the waiting room's poll
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<Job> waiting_;
+  std::vector<Connection> arrivals_;  // accepted, not yet in the waiting room
+  std::deque<Connection> waiting_;    // sent their first bytes: for the workers, in that order
   std::size_t busy_ = 0;
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  std::thread watcher_;
+  std::vector<std::thread> workers_;
 };
 
 // One request per connection through a BoundedStream; process_request is
 // cpp-httplib's own parsing, routing and response writing.
 class BoundedServer final : public httplib::Server {
  public:
-  explicit BoundedServer(const HttpLimits& limits) : limits_(limits) {}
+  explicit BoundedServer(const HttpLimits& limits) : limits_(limits) {
+    new_task_queue = [this] {
+      queue_ = new ConnectionQueue(limits_, [this](int sock, Clock::time_point accepted_at) {
+        serve(sock, accepted_at);
+      });
+      return queue_;
+    };
+  }
 
  private:
+  // On the accept thread, for each connection accepted.
   bool process_and_close_socket(int sock) override {
-    bool served = false;
-    if (!t_ticket.over_capacity) {
-      BoundedStream stream(sock, t_ticket.accepted_at + limits_.deadline, limits_.max_head);
-      bool closed = false;
-      served = process_request(stream, true, closed, [](httplib::Request&) {});
-    }
+    queue_->admit(sock);
+    return true;
+  }
+
+  void serve(int sock, Clock::time_point accepted_at) {
+    BoundedStream stream(sock, accepted_at + limits_.deadline, limits_.max_head);
+    bool closed = false;
+    process_request(stream, true, closed, [](httplib::Request&) {});
     // Half-close first so that a client still sending a refused body sees
     // the answer before the reset its unread bytes cause.
     ::shutdown(sock, SHUT_WR);
     ::close(sock);
-    return served;
   }
 
   const HttpLimits& limits_;
+  ConnectionQueue* queue_ = nullptr;  // cpp-httplib owns it, for the time of listen_after_bind()
 };
 
 std::string joined(const std::vector<std::string>& words) {
@@ -206,7 +290,6 @@ struct HttpService::Impl {
 
 HttpService::HttpService(HttpLimits limits) : impl_(std::make_unique<Impl>(std::move(limits))) {
   Impl& impl = *impl_;
-  impl.server.new_task_queue = [&impl] { return new BoundedQueue(impl.limits.workers, impl.limits.max_connections); };
   impl.server.set_socket_options(listen_socket_options);
   impl.server.set_keep_alive_max_count(1);
   impl.server.set_payload_max_length(impl.limits.max_body);

@@ -114,6 +114,22 @@ TEST_CASE("Slow clients do not starve /healthz", "[metrics][http][limits]") {
   for (const int fd : slow) ::close(fd);
 }
 
+TEST_CASE("200 idle connections do not keep /healthz out", "[metrics][http][limits]") {
+  Served served;
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) idle.push_back(connect_to(served.server.port()));
+  std::this_thread::sleep_for(milliseconds(100));  // all accepted, none sending
+  for (int probe = 0; probe < 10; ++probe) {
+    const auto before = Clock::now();
+    const std::string response = round_trip(served.server.port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                                          milliseconds(1000));
+    INFO("probe " << probe);
+    CHECK(response.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    CHECK(Clock::now() - before < milliseconds(1000));
+  }
+  for (const int fd : idle) ::close(fd);
+}
+
 TEST_CASE("A request that never completes is cut off at the whole-request deadline", "[metrics][http][limits]") {
   Served served;
   const int fd = connect_to(served.server.port());
