@@ -88,6 +88,7 @@ void ClaimStep::accept(core::ClaimedSets sets, const dispatch::RowBook::ClaimReq
   metrics_.claimed.inc(claimed.added);
   if (claimed.statistics_stale) refresh_statistics();
   notify_policy_.on_claim(claimed.rows, clock_.now());
+  if (std::exchange(notified_claim_, false)) notify_budget_.on_claim(claimed.rows, clock_.now());
   after(claimed);
 }
 
@@ -122,6 +123,13 @@ void ClaimStep::arm_notify(bool armed) {
   auto open = db_.rows().open_transactions();
   if (!open) return fail_(open.error());
   late_commits_.watch(std::move(open).value(), clock_.now());
+}
+
+void ClaimStep::on_notified() {
+  const auto now = clock_.now();
+  if (const auto at = notify_budget_.claim_at(now); at > now) return timers_.set_earlier(Timer::notified, at);
+  notified_claim_ = true;
+  book_.expect_rows();
 }
 
 void ClaimStep::check_late_commits() {

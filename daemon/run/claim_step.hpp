@@ -15,6 +15,7 @@
 #include "daemon/run/run_loop_metrics.hpp"
 #include "dispatch/late_commit_watch.hpp"
 #include "dispatch/loop_timers.hpp"
+#include "dispatch/notify_budget.hpp"
 #include "dispatch/notify_policy.hpp"
 #include "dispatch/row_book.hpp"
 #include "dispatch/standby_gate.hpp"
@@ -56,6 +57,9 @@ class ClaimStep {
   void arm_notify(bool armed);
   bool notify_armed() const { return notify_armed_; }
   bool busy() const { return notify_policy_.busy(); }
+  // A NOTIFY arrived (or one held back is due): the book expects rows now,
+  // or once NotifyBudget lets a NOTIFY wake a claim again (the notified timer).
+  void on_notified();
   // A watched transaction finished since the arming: the book expects rows.
   void check_late_commits();
   // A new connection: NOTIFY is not armed on it and no transaction is watched.
@@ -84,6 +88,8 @@ class ClaimStep {
   bool notify_armed_ = false;                // writers NOTIFY (the instance row is marked idle)
   dispatch::LateCommitWatch late_commits_;   // writers that may have missed the arming
   dispatch::NotifyPolicy notify_policy_;     // NOTIFY while rows trickle in, poll while they pour
+  dispatch::NotifyBudget notify_budget_;     // how often a NOTIFY may wake a claim
+  bool notified_claim_ = false;              // the next claim was woken by a NOTIFY
   dispatch::StandbyGate standby_;            // database.wait_for_standby: the claim waiting for the standby
 };
 

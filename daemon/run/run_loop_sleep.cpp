@@ -36,12 +36,12 @@ void RunLoop::sleep_until_next_event() {
   // libpq reads a NOTIFY that arrives during a statement along with its
   // results and queues it: the socket will not become readable for it.
   if (db.drain_notifications()) {
-    book_.expect_rows();
+    claims_.on_notified();
     if (claims_.possible(stopping_)) return;
   }
   follow_timers();
   const auto ready = ports_.events.wait(db.socket(), dispatch::sleep_budget(timers_, ports_.clock.now(), db.up()));
-  if (ready.database && db.drain_notifications()) book_.expect_rows();
+  if (ready.database && db.drain_notifications()) claims_.on_notified();
   const auto now = ports_.clock.now();
   if (timers_.fire(Timer::poll, now)) {
     book_.expect_rows();
@@ -49,6 +49,7 @@ void RunLoop::sleep_until_next_event() {
   }
   if (timers_.fire(Timer::scheduled, now)) book_.expect_rows();
   if (timers_.fire(Timer::busy_claim, now)) book_.expect_rows();
+  if (timers_.fire(Timer::notified, now)) claims_.on_notified();
   claims_.check_late_commits();
 }
 

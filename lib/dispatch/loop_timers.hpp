@@ -18,6 +18,7 @@ enum class Timer : std::size_t {
   poll,           // dispatch.poll_interval_ms: claim even without a NOTIFY
   scheduled,      // the next scheduled row falls due: claim it
   busy_claim,     // dispatch.busy_poll_ms after a short claim while rows pour in
+  notified,       // a NOTIFY held back by NotifyBudget may wake a claim
   mark,           // the oldest unmarked decision is old enough to be marked
   purge,          // retention.purge_interval_ms
   backlog,        // http.backlog_interval_ms

@@ -377,6 +377,48 @@ def test_idle_daemon_wakes_on_notify_not_on_poll(workdir, database, broker):
     assert sorted(latencies)[2] < 0.05, f"latencies {latencies}"
 
 
+def test_a_notify_flood_costs_an_idle_daemon_a_few_claims_a_second(workdir, database, broker):
+    """Any login may pg_notify() the wakeup channel in a loop; NOTIFYs that wake only empty
+    claims wake one per 200 ms after the first three, and a real row still goes out at once."""
+    queue = unique("flood")
+    port = free_port()
+    consumer = Consumer(broker, queue)
+    daemon = start_daemon(workdir, database, broker, http={"listen": f"127.0.0.1:{port}"},
+                          dispatch={"poll_interval_ms": 60000})
+    stop = threading.Event()
+
+    def flood():
+        conn = database.writer()  # autocommit, and no `with conn`: that would make one transaction of it
+        try:
+            with conn.cursor() as cur:
+                while not stop.is_set():
+                    cur.execute("SELECT pg_notify('outbox_wakeup', '')")
+        finally:
+            conn.close()
+
+    flooder = threading.Thread(target=flood)
+    try:
+        wait_until(lambda: ready(port), what="/readyz 200")
+        consumer.quiet_for(1.0)  # idle, armed
+        before = scrape(port)["outboxd_claim_duration_seconds_count"]
+        flooder.start()
+        time.sleep(3)
+        claims = scrape(port)["outboxd_claim_duration_seconds_count"] - before
+        with database.writer() as conn, conn.cursor() as cur:
+            enqueue(cur, queue, "flood-real-1", b"x")
+        committed = time.time()
+        consumer.receive(1, timeout=5)
+        waited = consumer.received[-1][0] - committed
+    finally:
+        stop.set()
+        if flooder.is_alive():
+            flooder.join()
+        consumer.close()
+        assert daemon.stop() == 0, daemon.log()
+    assert claims <= 3 + 3 * 5 + 5, f"{claims} claims in 3 s of NOTIFYs"
+    assert waited < 0.5, f"the row went out {waited:.3f} s after its commit"
+
+
 def late_writer(workdir, database, broker, queue, before_daemon, after_arming):
     """Runs before_daemon(cursor) in a writer's transaction, starts the daemon (fallback poll 60 s),
     waits until it idles, runs after_arming(cursor), commits, and returns the one message that

@@ -115,4 +115,29 @@ TEST_CASE("Arming NOTIFY marks the instance idle for writers; a new connection f
   CHECK(f.failures.empty());
 }
 
+TEST_CASE("NOTIFYs that wake only empty claims wake one per gap after the first few", "[daemon][claim_step]") {
+  StepFixture f;
+  f.step.claim(false);  // caught up
+  int claims = f.database.claims;
+  for (int i = 0; i < dispatch::NotifyBudget::kFreeEmpty; ++i) {
+    f.step.on_notified();
+    f.step.claim(false);
+  }
+  CHECK(f.database.claims == claims + dispatch::NotifyBudget::kFreeEmpty);
+  claims = f.database.claims;
+  f.step.on_notified();  // held back until the gap has passed
+  f.step.claim(false);
+  CHECK(f.database.claims == claims);
+  REQUIRE(f.timers.at(dispatch::Timer::notified));
+  f.clock.advance(dispatch::NotifyBudget::kGap);
+  REQUIRE(f.timers.fire(dispatch::Timer::notified, f.clock.now()));
+  f.step.on_notified();  // as the loop does when the timer fires
+  f.database.insert();
+  f.step.claim(false);
+  CHECK(f.held() == 1);
+  f.step.on_notified();  // a claim that found rows ends the run
+  f.step.claim(false);
+  CHECK(f.database.claims == claims + 2);
+}
+
 }  // namespace outboxd::daemon::test

@@ -80,6 +80,8 @@ class FakeDatabase final : public Database, public RowStore, public LeaseStore {
   bool notifications() const override { return true; }
   int socket() override { return -1; }
   bool drain_notifications() override { return std::exchange(notified_, false); }
+  // Any login's pg_notify() on the wakeup channel: no row behind it.
+  void notify() { notified_ = true; }
   RowStore& rows() override { return *this; }
   LeaseStore& leases() override { return *this; }
 

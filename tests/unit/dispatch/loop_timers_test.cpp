@@ -42,7 +42,7 @@ TEST_CASE("set_earlier keeps an earlier time and follow copies or clears", "[dis
 TEST_CASE("Every timer can end a sleep", "[dispatch][timers]") {
   ManualClock clock;
   const auto t0 = clock.now();
-  for (const auto timer : {Timer::poll, Timer::scheduled, Timer::busy_claim, Timer::mark, Timer::purge,
+  for (const auto timer : {Timer::poll, Timer::scheduled, Timer::busy_claim, Timer::notified, Timer::mark, Timer::purge,
                            Timer::backlog, Timer::stats, Timer::retry, Timer::ping, Timer::lease_expiry,
                            Timer::lease_renewal, Timer::late_commit, Timer::standby}) {
     LoopTimers timers;
