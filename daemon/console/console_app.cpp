@@ -43,17 +43,16 @@ void refuse(const httplib::Request& request, httplib::Response& response, int st
   if (status == 401) response.set_header("WWW-Authenticate", "Bearer");
 }
 
-// A field of the form a POST carries in its body; a query string does not count.
-std::string form_field(const httplib::Request& request, std::string_view name) {
-  if (request.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) != 0) return {};
-  return console::form_value(request.body, name);
-}
-
 }  // namespace
 
 bool wants_json(const httplib::Request& request) {
   return request.path.rfind("/api/", 0) == 0 ||
          request.get_header_value("Accept").find("application/json") != std::string::npos;
+}
+
+std::string form_field(const httplib::Request& request, std::string_view name) {
+  if (request.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) != 0) return {};
+  return console::form_value(request.body, name);
 }
 
 double monotonic_seconds() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }

@@ -75,6 +75,10 @@ std::string random_token();
 // JSON for /api/... and for an Accept of application/json; HTML otherwise.
 bool wants_json(const httplib::Request& request);
 
+// A field of the form a POST carries in its body
+// (application/x-www-form-urlencoded); a query string does not count.
+std::string form_field(const httplib::Request& request, std::string_view name);
+
 // The steady clock in seconds: the time axis of the backlog samples.
 double monotonic_seconds();
 

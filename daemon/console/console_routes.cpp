@@ -13,6 +13,10 @@ namespace outboxd::daemon {
 
 namespace {
 
+// A writer's parked rows of one session id acted on at once, at most: a
+// parked row blocks its session's later rows, so there are few.
+constexpr int kSessionRowsActedOn = 10000;
+
 constexpr int kBodyBytesShown = 64 * 1024;
 constexpr int kTimelineRows = 1000;
 
@@ -111,13 +115,29 @@ void ConsoleApp::act(const httplib::Request& request, httplib::Response& respons
   const std::string kind = request.matches[2];
   const std::string id = request.matches[3];
   const std::string action = request.matches[4];
-  pg::ParkedTarget target;
-  if (kind == "parked") {
-    target.message_ids = {id};
-  } else {
-    target.session_id = id;
-  }
-  auto changed = with_database([&](pg::Connection& c) {
+  // A session is its writer's: a session-wide action names one writer (the
+  // form's `writer`; empty: rows written before there were writers) and acts
+  // on that writer's parked rows of the session id, by their message ids.
+  const std::string writer = form_field(request, "writer");
+  auto changed = with_database([&](pg::Connection& c) -> core::Result<std::vector<std::string>> {
+    pg::ParkedTarget target;
+    if (kind == "parked") {
+      target.message_ids = {id};
+    } else {
+      pg::ParkedFilter filter;
+      filter.session_id = id;
+      filter.limit = kSessionRowsActedOn;
+      auto listed = pg::OperatorViews(c, config_.outbox.schema).parked(filter);
+      if (!listed) return listed.error();
+      for (const auto& text : listed.value().rows) {
+        const auto row = nlohmann::json::parse(text);
+        const auto& row_writer = row.value("writer", nlohmann::json());
+        if ((row_writer.is_string() ? row_writer.get<std::string>() : "") == writer) {
+          target.message_ids.push_back(row.at("message_id").get<std::string>());
+        }
+      }
+      if (target.message_ids.empty()) return std::vector<std::string>{};
+    }
     pg::OperatorActions actions(c, config_.outbox.schema, "console:" + caller.name);
     return action == "requeue" ? actions.requeue(target) : actions.skip(target);
   });

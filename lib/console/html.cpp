@@ -127,4 +127,12 @@ Html action_form(std::string_view action, std::string_view label, std::string_vi
           escape(csrf) + "\"><button type=\"submit\">" + escape(label) + "</button></form>"};
 }
 
+Html action_form(std::string_view action, std::string_view label, std::string_view csrf, std::string_view name,
+                 std::string_view value) {
+  auto form = action_form(action, label, csrf);
+  const std::string field = "<input type=\"hidden\" name=\"" + escape(name) + "\" value=\"" + escape(value) + "\">";
+  form.markup.insert(form.markup.find("<button"), field);
+  return form;
+}
+
 }  // namespace outboxd::console

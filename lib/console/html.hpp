@@ -37,5 +37,8 @@ Html element(std::string_view tag, std::string_view css_class, const Html& conte
 Html table(const std::vector<std::string>& headers, const std::vector<std::vector<Html>>& rows);
 // A POST form of one button, carrying the session's CSRF token as the field `csrf`.
 Html action_form(std::string_view action, std::string_view label, std::string_view csrf);
+// The same with one more hidden field, `name` = `value`.
+Html action_form(std::string_view action, std::string_view label, std::string_view csrf, std::string_view name,
+                 std::string_view value);
 
 }  // namespace outboxd::console

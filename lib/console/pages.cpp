@@ -97,8 +97,12 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
     Html session_cell = session.empty() ? Html{"-"} : link("/sessions/", session, session);
     if (!session.empty() && field(r, "status") == "parked") {
       const std::string session_path = "/sessions/" + url_segment(session);
-      session_cell.markup += "<br>" + action_form(session_path + "/requeue", "requeue session", frame.csrf).markup +
-                             action_form(session_path + "/skip", "skip session", frame.csrf).markup;
+      // The row's writer's session: another writer's rows of the session id are not touched.
+      const auto& writer = field(r, "writer");
+      const std::string whose = writer.is_string() ? writer.get<std::string>() : "";
+      session_cell.markup +=
+          "<br>" + action_form(session_path + "/requeue", "requeue session", frame.csrf, "writer", whose).markup +
+          action_form(session_path + "/skip", "skip session", frame.csrf, "writer", whose).markup;
     }
     rows.push_back({link("/rows/", id, id), cell(field(r, "status")), cell(field(r, "destination")), session_cell,
                     cell(field(r, "attempts")), when(field(r, "first_failed_at")), when(field(r, "last_failed_at")),

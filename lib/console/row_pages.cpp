@@ -1,5 +1,7 @@
 // The row and session pages of the console, and a body shown as JSON, text or hex, never as markup.
 #include <cstdio>
+#include <set>
+#include <string>
 
 #include "console/page_parts.hpp"
 #include "console/pages.hpp"
@@ -121,20 +123,31 @@ std::string session_page(const Frame& frame, std::string_view session_id, const 
     const auto& id = field(r, "message_id");
     const auto& done = field(r, "dispatched_at").is_null() ? field(r, "cancelled_at") : field(r, "dispatched_at");
     rows.push_back({cell(field(r, "id")), id.is_string() ? link("/rows/", id.get<std::string>(), id.get<std::string>()) : cell(id),
-                    cell(field(r, "state")), cell(field(r, "destination")), cell(field(r, "subject")),
+                    cell(field(r, "writer")), cell(field(r, "state")), cell(field(r, "destination")),
+                    cell(field(r, "subject")),
                     when(field(r, "created_at")), when(field(r, "due_at")), when(done), cell(field(r, "attempts")),
                     cell(field(r, "last_error"), 400)});
   }
   const auto& matched = field(timeline, "matched");
   std::string content =
       count_line(listed, matched.is_number() ? matched.get<std::int64_t>() : 0, "row").markup +
-      table({"id", "message id", "state", "destination", "subject", "created", "due", "sent/cancelled", "attempts",
-             "last error"},
+      table({"id", "message id", "writer", "state", "destination", "subject", "created", "due", "sent/cancelled",
+             "attempts", "last error"},
             rows)
           .markup;
+  // A session is its writer's: each writer's parked rows get forms of their own.
+  std::set<std::string> parked_writers;
+  for (const auto& r : field(timeline, "rows")) {
+    if (field(r, "state") != "parked") continue;
+    const auto& writer = field(r, "writer");
+    parked_writers.insert(writer.is_string() ? writer.get<std::string>() : "");
+  }
   const std::string path = "/sessions/" + url_segment(session_id);
-  content += "<p>" + action_form(path + "/requeue", "requeue the session's parked rows", frame.csrf).markup +
-             action_form(path + "/skip", "skip the session's parked rows", frame.csrf).markup + "</p>";
+  for (const auto& writer : parked_writers) {
+    const std::string rows_of = writer.empty() ? "the parked rows without writer" : writer + "'s parked rows";
+    content += "<p>" + action_form(path + "/requeue", "requeue " + rows_of, frame.csrf, "writer", writer).markup +
+               action_form(path + "/skip", "skip " + rows_of, frame.csrf, "writer", writer).markup + "</p>";
+  }
   std::vector<std::vector<Html>> states;
   for (const auto& w : field(timeline, "workflow_states")) {
     states.push_back({cell(field(w, "id")), cell(field(w, "kind")), cell(field(w, "status")), cell(field(w, "version")),

@@ -7,8 +7,8 @@ import subprocess
 from urllib.parse import quote
 
 import harness
-from console_client import TOKEN, Console, live, park, wait_event  # noqa: F401  (live: a fixture)
-from harness import enqueue, unique
+from console_client import MAX_MESSAGE_BYTES, TOKEN, Console, live, park, wait_event  # noqa: F401  (live: a fixture)
+from harness import enqueue, unique, wait_parked
 
 PAGES = ["/", "/parked", "/rows/x", "/sessions/s", "/audit",
          "/api/status", "/api/parked", "/api/rows/x", "/api/sessions/s", "/api/audit"]
@@ -82,7 +82,7 @@ def test_requeue_and_skip_through_the_forms_are_recorded_with_the_role_and_login
         what="the requeued row parked again (it is still too large)")
 
     status, headers, _ = console.request("POST", f"/sessions/{session}/skip", headers={"Cookie": cookie},
-                                         form={"csrf": csrf})
+                                         form={"csrf": csrf, "writer": database.writer_role})
     assert status == 303 and headers["location"] == f"/sessions/{session}"
     assert wait_event(database, first, "skipped") == [(role, "console:alice <ops>")]
     # The session moves on: the row behind the skipped one is sent (and deleted, retention delete).
@@ -102,6 +102,26 @@ def test_requeue_and_skip_through_the_forms_are_recorded_with_the_role_and_login
 
     _, _, timeline = console.request("GET", f"/sessions/{session}", headers={"Cookie": cookie})
     assert timeline.count(">skipped<") == 1
+
+
+def test_session_wide_actions_act_on_one_writers_rows_and_the_page_names_the_writer(live):
+    database, console, _ = live
+    session = unique("two-writers")
+    other = database.add_writer("console_b")
+    park(database, session, f"{session}-a")
+    with database.writer(role=other) as conn, conn.cursor() as cur:
+        enqueue(cur, "console-orders", f"{session}-b", b"x" * (MAX_MESSAGE_BYTES + 1), session_id=session)
+    wait_parked(database, f"{session}-b")
+    cookie, csrf = console.login()
+    status, _, page = console.request("GET", "/sessions/" + quote(session, safe=""), headers={"Cookie": cookie})
+    assert status == 200 and f"<td>{other}</td>" in page, "a writer column"
+    assert page.count('name="writer"') == 4, "requeue and skip forms for each writer's parked rows"
+    status, _, _ = console.request("POST", f"/sessions/{session}/skip", headers={"Cookie": cookie},
+                                   form={"csrf": csrf, "writer": other})
+    assert status == 303
+    statuses = dict(database.query("SELECT message_id, status::text FROM outbox.messages WHERE session_id = %s",
+                                   (session,)))
+    assert statuses == {f"{session}-a": "parked", f"{session}-b": "cancelled"}, "only the named writer's row"
 
 
 def test_scripts_use_the_bearer_token_and_json(live):
