@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "console/html.hpp"
 #include "core/safe_text.hpp"
 
 namespace outboxd::console {
@@ -15,30 +16,6 @@ std::string_view trimmed(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// "+" is a space and "%XX" a byte; a "%" not followed by two hex digits stays as it is.
-std::string form_decoded(std::string_view encoded) {
-  std::string value;
-  for (std::size_t i = 0; i < encoded.size(); ++i) {
-    if (encoded[i] == '+') {
-      value += ' ';
-    } else if (encoded[i] == '%' && i + 2 < encoded.size() && hex_value(encoded[i + 1]) >= 0 &&
-               hex_value(encoded[i + 2]) >= 0) {
-      value += static_cast<char>(hex_value(encoded[i + 1]) * 16 + hex_value(encoded[i + 2]));
-      i += 2;
-    } else {
-      value += encoded[i];
-    }
-  }
-  return value;
 }
 
 }  // namespace
@@ -130,7 +107,10 @@ std::string form_value(std::string_view body, std::string_view name) {
     const std::string_view pair = body.substr(0, end);
     const std::size_t equals = pair.find('=');
     if (pair.substr(0, equals) == name) {
-      return equals == std::string_view::npos ? std::string() : form_decoded(pair.substr(equals + 1));
+      if (equals == std::string_view::npos) return {};
+      std::string value(pair.substr(equals + 1));
+      std::replace(value.begin(), value.end(), '+', ' ');
+      return url_decode(value).value_or("");  // a malformed escape: no value
     }
     if (end == std::string_view::npos) break;
     body.remove_prefix(end + 1);

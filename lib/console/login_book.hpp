@@ -91,7 +91,8 @@ bool same_secret(std::string_view given, std::string_view secret);
 std::optional<std::string> cookie_value(std::string_view header, std::string_view name);
 
 // The value of field `name` in a form's body (application/x-www-form-urlencoded:
-// "a=1&b=x%20y"), decoded; empty when the field is absent. Only the body is
+// "a=1&b=x%20y"), decoded; empty when the field is absent or its value is
+// not validly encoded. Only the body is
 // read: a query string can ride on a link anyone may send, and lands in logs.
 std::string form_value(std::string_view body, std::string_view name);
 
