@@ -27,8 +27,9 @@ std::string cell(const nlohmann::json& value, std::size_t width = 40);
 std::string when(const nlohmann::json& value);
 
 // `document` on stdout for scripts (--json): every character outside ASCII
-// written as \uXXXX (U+202E or a C1 control reaches no terminal raw, and a
-// JSON parser reads it back unchanged), invalid UTF-8 as U+FFFD.
+// written as a JSON \u escape of its code point (U+202E or a C1 control
+// reaches no terminal raw, and a JSON parser reads it back unchanged),
+// invalid UTF-8 as U+FFFD.
 void print_json(const nlohmann::json& document);
 
 // Columns padded to their widest cell, two spaces apart; the last one is not padded.

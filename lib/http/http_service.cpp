@@ -39,6 +39,7 @@ using Clock = std::chrono::steady_clock;
 // process_and_close_socket hands the socket to admit().
 class ConnectionQueue final : public httplib::TaskQueue {
  public:
+  static constexpr int kNoWakeTickMs = 50;
   using Serve = std::function<void(int sock, Clock::time_point accepted_at)>;
 
   ConnectionQueue(const HttpLimits& limits, Serve serve)
@@ -102,7 +103,10 @@ class ConnectionQueue final : public httplib::TaskQueue {
       }
       idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(evicted));
       polled.assign(1, pollfd{wake_, POLLIN, 0});
-      int timeout_ms = -1;  // none idle: until an arrival or stopping
+      // None idle: until an arrival or stopping; without the eventfd (the
+      // process was out of descriptors at start), arrivals are looked for
+      // every tick instead.
+      int timeout_ms = wake_ < 0 ? kNoWakeTickMs : -1;
       const auto now = Clock::now();
       for (const Connection& c : idle) {
         polled.push_back({c.sock, POLLIN, 0});
