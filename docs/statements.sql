@@ -482,22 +482,8 @@ WITH w AS (
             FROM w;
 
 -- outboxd.outbox.delete_dispatched
-WITH w AS (
-  DELETE FROM "outbox".messages
-  WHERE id = ANY ($1::bigint[])
-    AND status = 'pending'
-    AND ((
-        SELECT count(*) FILTER (WHERE f.owner = $2
-            AND f.expires_at > now()) = count(*)
-        FROM "outbox".leases f)
-        OR partition = ANY (ARRAY (
-        SELECT f.partition
-        FROM "outbox".leases f
-        WHERE f.owner = $2
-          AND f.expires_at > now())))
-          RETURNING 1)
-          SELECT count(*), pg_current_xact_id_if_assigned ()::text::bigint
-            FROM w;
+SELECT d.n, pg_current_xact_id_if_assigned ()::text::bigint
+FROM "outbox".delete_accepted ($1::bigint[], $2) AS d (n);
 
 -- outboxd.outbox.record_failures
 WITH w AS (
@@ -546,16 +532,7 @@ SELECT ceil(extract(epoch FROM least ((
         AND r.partition = ANY ($1::int[]))) - now()) * 1000)::bigint;
 
 -- outboxd.outbox.purge
-DELETE FROM "outbox".messages
-WHERE id IN (
-    SELECT f.id
-    FROM "outbox".messages f
-    WHERE f.status = 'dispatched'
-      AND f.dispatched_at < now() - $1::bigint * interval '1 millisecond'
-    ORDER BY f.dispatched_at
-    LIMIT $2
-    FOR UPDATE
-      SKIP LOCKED);
+SELECT "outbox".purge_dispatched ($1::bigint * interval '1 millisecond', $2);
 
 -- outboxd.outbox.backlog
 WITH RECURSIVE waiting (d, n) AS (
@@ -921,16 +898,7 @@ FROM listed x
 ORDER BY x.d;
 
 -- outboxd.outbox.purge_cancelled
-DELETE FROM "outbox".messages
-WHERE id IN (
-    SELECT f.id
-    FROM "outbox".messages f
-    WHERE f.status = 'cancelled'
-      AND f.cancelled_at < now() - $1::bigint * interval '1 millisecond'
-    ORDER BY f.cancelled_at
-    LIMIT $2
-    FOR UPDATE
-      SKIP LOCKED);
+SELECT "outbox".purge_cancelled ($1::bigint * interval '1 millisecond', $2);
 
 -- outboxd.outbox.purge_events
 SELECT "outbox".purge_row_events ($1::bigint * interval '1 millisecond', $2);
@@ -989,8 +957,7 @@ ON CONFLICT (instance_id)
     started_at = now(), heartbeat_at = now(), idle = false;
 
 -- outboxd.outbox.deregister
-DELETE FROM "outbox".instances
-WHERE instance_id = $1;
+SELECT "outbox".deregister_instance ($1);
 
 -- outboxd.outbox.hand_back_all
 UPDATE
@@ -1001,14 +968,11 @@ WHERE owner = $1;
 -- outboxd.outbox.balance
 WITH beat AS (
 INSERT INTO "outbox".instances (instance_id)
-    VALUES ($1)
+  SELECT $1
+  FROM "outbox".forget_silent_instances ($1, 10 * $2::bigint * interval '1 millisecond')
   ON CONFLICT (instance_id)
     DO UPDATE SET
       heartbeat_at = now()
-), dead AS (
-  DELETE FROM "outbox".instances
-  WHERE instance_id <> $1
-    AND heartbeat_at < now() - 10 * $2::bigint * interval '1 millisecond'
 ), share AS (
   SELECT ceil((
       SELECT count(*)

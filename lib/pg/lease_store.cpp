@@ -15,13 +15,16 @@ std::string ms(const char* param) { return std::string(param) + "::bigint * inte
 // `free` skips rows another balancer has locked, and the UPDATE re-checks
 // ownership on the row version it changes (READ COMMITTED), so a partition
 // taken meanwhile by someone else is left alone. The instance's own
-// heartbeat is counted as live even before the upsert is visible.
+// heartbeat is counted as live even before the upsert is visible. The beat
+// first removes the instances silent for kDeadAfterTtls lease times, through
+// a security definer (028_dispatcher_locks.sql; DELETE on the table would let
+// the dispatcher lock it): its one row is the beat's source, so it runs once
+// on every balance, whatever plan the rest of the statement gets.
 std::string balance_sql(const std::string& s) {
   const std::string live_since = "now() - " + ms("$2");
-  return "WITH beat AS (INSERT INTO " + s + ".instances (instance_id) VALUES ($1) "
+  return "WITH beat AS (INSERT INTO " + s + ".instances (instance_id) SELECT $1 FROM " + s +
+         ".forget_silent_instances($1, " + std::to_string(LeaseStore::kDeadAfterTtls) + " * " + ms("$2") + ") "
          "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()), "
-         "dead AS (DELETE FROM " + s + ".instances WHERE instance_id <> $1 AND heartbeat_at < now() - " +
-         std::to_string(LeaseStore::kDeadAfterTtls) + " * " + ms("$2") + "), "
          "share AS (SELECT ceil((SELECT count(*) FROM " + s + ".leases)::numeric / (1 + (SELECT count(*) FROM " + s +
          ".instances WHERE instance_id <> $1 AND heartbeat_at > " + live_since + ")))::bigint AS n), "
          "mine AS (SELECT partition, row_number() OVER (ORDER BY partition) AS rank FROM " + s +
@@ -55,7 +58,7 @@ NamedStatements LeaseStore::statements(const std::string& schema) {
       {prefix + "register_instance",
        "INSERT INTO " + s + ".instances (instance_id) VALUES ($1) ON CONFLICT (instance_id) "
        "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false"},
-      {prefix + "deregister", "DELETE FROM " + s + ".instances WHERE instance_id = $1"},
+      {prefix + "deregister", "SELECT " + s + ".deregister_instance($1)"},
       // Owner NULL: the next taker raises the epoch, even if it is us again.
       {prefix + "hand_back_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL WHERE owner = $1"},
       {prefix + "balance", balance_sql(s)},

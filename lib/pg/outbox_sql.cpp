@@ -258,9 +258,13 @@ std::string mark_dispatched(const std::string& t, const std::string& leases) {
                    "WHERE id = ANY($1::bigint[]) AND status = 'pending'" + fence(leases, "partition", "$2"));
 }
 
-std::string delete_dispatched(const std::string& t, const std::string& leases) {
-  return own_write("DELETE FROM " + t + " WHERE id = ANY($1::bigint[]) AND status = 'pending'" +
-                   fence(leases, "partition", "$2"));
+// A security definer (028_dispatcher_locks.sql), which deletes as this
+// statement's DELETE did, behind the same fence: DELETE on the table would
+// let the dispatcher lock it. The function runs first, in the FROM list, so
+// the transaction id is read after its delete.
+std::string delete_dispatched(const std::string& schema) {
+  return "SELECT d.n, pg_current_xact_id_if_assigned()::text::bigint FROM " + schema +
+         ".delete_accepted($1::bigint[], $2) AS d(n)";
 }
 
 std::string record_failures(const std::string& t, const std::string& leases) {
@@ -286,20 +290,15 @@ std::string time_to_next_due(const std::string& t) {
          ") - now()) * 1000)::bigint";
 }
 
-namespace {
-
-// messages_dispatched_idx or messages_cancelled_idx, oldest first; SKIP LOCKED keeps two purgers apart.
-std::string purge_finished(const std::string& t, const std::string& status, const std::string& since) {
-  return "DELETE FROM " + t + " WHERE id IN (SELECT f.id FROM " + t + " f "
-         "WHERE f.status = '" + status + "' AND f." + since + " < now() - $1::bigint * interval '1 millisecond' "
-         "ORDER BY f." + since + " LIMIT $2 FOR UPDATE SKIP LOCKED)";
+// Security definers (028_dispatcher_locks.sql): messages_finished_idx, oldest
+// first; SKIP LOCKED keeps two purgers apart.
+std::string purge(const std::string& schema) {
+  return "SELECT " + schema + ".purge_dispatched($1::bigint * interval '1 millisecond', $2)";
 }
 
-}  // namespace
-
-std::string purge(const std::string& t) { return purge_finished(t, "dispatched", "dispatched_at"); }
-
-std::string purge_cancelled(const std::string& t) { return purge_finished(t, "cancelled", "cancelled_at"); }
+std::string purge_cancelled(const std::string& schema) {
+  return "SELECT " + schema + ".purge_cancelled($1::bigint * interval '1 millisecond', $2)";
+}
 
 // A security definer (014_operations.sql): the dispatcher may not delete the trail itself.
 std::string purge_events(const std::string& schema) {

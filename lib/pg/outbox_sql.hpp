@@ -33,15 +33,17 @@ std::string refresh_statistics(const std::string& schema);
 std::string payloads(const std::string& t);
 // The three writes return one row: rows changed, and their transaction id (NULL: none taken).
 std::string mark_dispatched(const std::string& t, const std::string& leases);
-std::string delete_dispatched(const std::string& t, const std::string& leases);
+// delete_dispatched and the purges call the schema's functions (028): the dispatcher may not DELETE.
+std::string delete_dispatched(const std::string& schema);
 std::string record_failures(const std::string& t, const std::string& leases);
 std::string time_to_next_due(const std::string& t);
-std::string purge(const std::string& t);
+// purge and purge_cancelled: $1 keep_for in ms, $2 the batch; one row, how many were deleted.
+std::string purge(const std::string& schema);
 // $1 partitions, $2 count cap, $3 destinations listed; `s` for settings.partition_count; defined in
 // outbox_backlog.cpp. backlog_of: $4 the destinations to list past $3 (text[]).
 std::string backlog(const std::string& s, const std::string& t);
 std::string backlog_of(const std::string& t);
-std::string purge_cancelled(const std::string& t);
+std::string purge_cancelled(const std::string& schema);
 std::string purge_events(const std::string& schema);
 std::string set_idle(const std::string& instances);
 std::string open_transactions();

@@ -215,13 +215,13 @@ NamedStatements OutboxStore::statements(const std::string& schema) {
       {prefix + "refresh_statistics", sql::refresh_statistics(s)},
       {prefix + "payloads", sql::payloads(table)},
       {prefix + "mark_dispatched", sql::mark_dispatched(table, leases)},
-      {prefix + "delete_dispatched", sql::delete_dispatched(table, leases)},
+      {prefix + "delete_dispatched", sql::delete_dispatched(s)},
       {prefix + "record_failures", sql::record_failures(table, leases)},
       {prefix + "time_to_next_due", sql::time_to_next_due(table)},
-      {prefix + "purge", sql::purge(table)},
+      {prefix + "purge", sql::purge(s)},
       {prefix + "backlog", sql::backlog(s, table)},
       {prefix + "backlog_of", sql::backlog_of(table)},
-      {prefix + "purge_cancelled", sql::purge_cancelled(table)},
+      {prefix + "purge_cancelled", sql::purge_cancelled(s)},
       {prefix + "purge_events", sql::purge_events(s)},
       {prefix + "set_idle", sql::set_idle(s + ".instances")},
       {prefix + "open_transactions", sql::open_transactions()},
@@ -346,7 +346,7 @@ core::Result<int> OutboxStore::purge(std::chrono::milliseconds keep_for, int bat
   if (batch <= 0) return 0;
   auto rows = run("purge", {std::to_string(keep_for.count()), std::to_string(batch)});
   if (!rows) return in_context("purging finished rows", rows.error());
-  return static_cast<int>(rows.value().affected());
+  return static_cast<int>(rows.value().int64(0, 0));
 }
 
 core::Result<FailedPurge> OutboxStore::purge_failed(std::chrono::milliseconds keep_for, int batch) {
@@ -356,7 +356,7 @@ core::Result<FailedPurge> OutboxStore::purge_failed(std::chrono::milliseconds ke
   if (!rows) return in_context("purging cancelled rows", rows.error());
   auto events = run("purge_events", params);
   if (!events) return in_context("purging row events", events.error());
-  return FailedPurge{static_cast<int>(rows.value().affected()), static_cast<int>(events.value().int64(0, 0))};
+  return FailedPurge{static_cast<int>(rows.value().int64(0, 0)), static_cast<int>(events.value().int64(0, 0))};
 }
 
 core::Status OutboxStore::arm_notify(std::string_view instance_id, bool armed) {

@@ -123,12 +123,17 @@ SELECT results_eq($$
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND p.prosecdef
    ORDER BY 1$$,
   $$VALUES ('outbox.cancel(text)'),
+           ('outbox.delete_accepted(bigint[],text)'),
+           ('outbox.deregister_instance(text)'),
            ('outbox.enqueue(text,text,bytea,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.fire_scheduled(text,text,text)'),
+           ('outbox.forget_silent_instances(text,interval)'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
+           ('outbox.purge_cancelled(interval,integer)'),
+           ('outbox.purge_dispatched(interval,integer)'),
            ('outbox.purge_received(interval,integer)'),
            ('outbox.purge_row_events(interval,integer)'),
            ('outbox.record_status_change()'),
@@ -142,7 +147,8 @@ SELECT results_eq($$
            ('workflow.purge_processed(interval,integer)'),
            ('workflow.remove(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states(), standby_position() and refresh_statistics(), the purges and remove(), which delete what writers may not, and the triggers that look for an idle instance, record a status change or read what writers may not');
+  'workflow_states(), standby_position() and refresh_statistics(), the purges and remove(), which delete what writers may not, '
+  'the dispatcher''s deletes, which take no DELETE grant, and the triggers that look for an idle instance, record a status change or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace)
@@ -165,7 +171,9 @@ SELECT set_eq($$
            ('workflow.set_compensation_status', 'boolean'), ('workflow.remove', 'boolean'),
            ('outbox.requeue_parked', 'text'), ('outbox.skip_parked', 'text'), ('outbox.replay', 'record'),
            ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record'), ('outbox.fire_scheduled', 'text'),
-           ('outbox.standby_position', 'record')$$,
+           ('outbox.standby_position', 'record'), ('outbox.delete_accepted', 'bigint'),
+           ('outbox.purge_dispatched', 'bigint'), ('outbox.purge_cancelled', 'bigint'),
+           ('outbox.deregister_instance', 'boolean'), ('outbox.forget_silent_instances', 'bigint')$$,
   'the API functions and their return types, as the Reference of docs/sql.md lists them');
 
 SELECT * FROM finish();

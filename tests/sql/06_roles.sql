@@ -114,8 +114,9 @@ SELECT is(sqltest.try_as_member('outbox_dispatcher',
     $$UPDATE outbox.messages SET status = 'parked' WHERE message_id = 'w-2';
       SELECT outbox.skip_parked('{w-2}')$$), 'ok',
   'dispatcher: skip');
-SELECT is(sqltest.try_as_member('outbox_dispatcher', $$DELETE FROM outbox.messages WHERE status IN ('dispatched', 'cancelled')$$), 'ok',
-  'dispatcher: delete (retention delete, purge)');
+SELECT is(sqltest.try_as_member('outbox_dispatcher',
+    $$SELECT outbox.purge_dispatched('0', 1000) + outbox.purge_cancelled('0', 1000)$$), 'ok',
+  'dispatcher: purge, through its functions');
 SELECT is((SELECT count(*)::int FROM outbox.messages WHERE status IN ('dispatched', 'cancelled')), 0, '... the rows are gone');
 SELECT is(sqltest.try_as_member('outbox_dispatcher',
     $$UPDATE outbox.leases SET owner = 'i1', epoch = epoch + 1, expires_at = now() + interval '15 s' WHERE partition = 0$$), 'ok',
@@ -123,7 +124,7 @@ SELECT is(sqltest.try_as_member('outbox_dispatcher',
 SELECT is(sqltest.try_as_member('outbox_dispatcher',
     $$INSERT INTO outbox.instances (instance_id, idle) VALUES ('i1', true)
       ON CONFLICT (instance_id) DO UPDATE SET idle = EXCLUDED.idle, heartbeat_at = now();
-      DELETE FROM outbox.instances WHERE instance_id = 'i1'$$), 'ok',
+      SELECT outbox.deregister_instance('i1')$$), 'ok',
   'dispatcher: register, mark idle, deregister');
 SELECT is(sqltest.try_as_member('outbox_dispatcher', 'SELECT partition_count FROM outbox.settings'), 'ok', 'dispatcher: read settings');
 SELECT is(sqltest.try_as_member('outbox_dispatcher', 'UPDATE outbox.settings SET partition_count = 2'), '42501',
