@@ -14,10 +14,12 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitConfig = 78;
 
 // Which rows `requeue` and `skip` (parked rows) and `fire` (scheduled rows) act on.
+// A message id or session that names rows of more than one writer needs the writer.
 struct AdminTarget {
   std::vector<std::string> message_ids;
   std::string session_id;
   bool all_parked = false;
+  std::string writer;  // empty: any
 };
 
 // `outboxd parked`: failed rows, optionally filtered.
@@ -35,6 +37,7 @@ struct ReplayOptions {
   std::vector<std::string> message_ids;
   std::string session_id;
   std::string destination;
+  std::string writer;  // empty: any
   std::string since;  // a duration before now (2h) or a time PostgreSQL reads
   std::string until;
   int limit = 1000;
@@ -50,7 +53,7 @@ int cmd_requeue(const std::string& path, const AdminTarget& target);
 int cmd_skip(const std::string& path, const AdminTarget& target);
 int cmd_fire(const std::string& path, const AdminTarget& target);
 int cmd_parked(const std::string& path, const ParkedOptions& options);
-int cmd_show(const std::string& path, const std::string& message_id, bool json);
+int cmd_show(const std::string& path, const std::string& message_id, const std::string& writer, bool json);
 int cmd_timeline(const std::string& path, const std::string& session_id, int limit, bool json);
 int cmd_replay(const std::string& path, const ReplayOptions& options);
 int cmd_run(const std::string& path);

@@ -21,6 +21,7 @@ struct Options {
   ParkedOptions parked;
   ReplayOptions replay;
   std::string message_id;
+  std::string writer;  // of `show`
   std::string session_id;
   int timeline_limit = 1000;
   std::string console_listen;
@@ -37,15 +38,23 @@ void migrate_options(CLI::App& cmd, Options& options) {
 
 void json_flag(CLI::App& cmd, Options& options) { cmd.add_flag("--json", options.json, "machine-readable output"); }
 
+// Message ids and sessions are each writer's own.
+void writer_option(CLI::App& cmd, std::string& writer) {
+  cmd.add_option("--writer", writer,
+                 "only rows of this writer (login role); needed when an id or session names rows of several");
+}
+
 void parked_rows(CLI::App& cmd, Options& options) {
   cmd.add_option("message_id", options.target.message_ids, "message ids of parked rows");
   cmd.add_flag("--all-parked", options.target.all_parked, "every parked row");
   cmd.add_option("--session", options.target.session_id, "every parked row of this session");
+  writer_option(cmd, options.target.writer);
 }
 
 void scheduled_rows(CLI::App& cmd, Options& options) {
   cmd.add_option("message_id", options.target.message_ids, "message ids of scheduled rows");
   cmd.add_option("--session", options.target.session_id, "every scheduled row of this session");
+  writer_option(cmd, options.target.writer);
 }
 
 void parked_filters(CLI::App& cmd, Options& options) {
@@ -60,6 +69,7 @@ void parked_filters(CLI::App& cmd, Options& options) {
 
 void one_row(CLI::App& cmd, Options& options) {
   cmd.add_option("message_id", options.message_id, "the row's message id")->required();
+  writer_option(cmd, options.writer);
   json_flag(cmd, options);
 }
 
@@ -76,6 +86,7 @@ void replay_selection(CLI::App& cmd, Options& options) {
   cmd.add_option("--message-id", o.message_ids, "rows with these message ids");
   cmd.add_option("--session", o.session_id, "rows of this session");
   cmd.add_option("--destination", o.destination, "rows of this destination");
+  writer_option(cmd, o.writer);
   cmd.add_option("--since", o.since, "dispatched at or after: a time (2026-12-01T13:00Z) or a span ago (2h)");
   cmd.add_option("--until", o.until, "dispatched before: a time or a span ago");
   cmd.add_option("--limit", o.limit, "refuse if more rows than this match")
@@ -118,7 +129,7 @@ constexpr std::array kCommands{
     Command{"parked", "list parked rows: why, since when, what waits behind them", parked_filters,
             [](const Options& o) { return cmd_parked(o.config_path, o.parked); }},
     Command{"show", "one row's whole state and history", one_row,
-            [](const Options& o) { return cmd_show(o.config_path, o.message_id, o.json); }},
+            [](const Options& o) { return cmd_show(o.config_path, o.message_id, o.writer, o.json); }},
     Command{"timeline", "every row of a session in order, and its workflow state", one_session,
             [](const Options& o) { return cmd_timeline(o.config_path, o.session_id, o.timeline_limit, o.json); }},
     Command{"replay", "send dispatched rows again (retention keep), same message ids, in order", replay_selection,

@@ -62,19 +62,29 @@ void ConsoleApp::parked(const httplib::Request& request, httplib::Response& resp
 
 void ConsoleApp::row(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
   const std::string message_id = request.matches[2];
+  // A message id is its writer's own: ?writer= names whose, and an id that
+  // several writers use without it gets the list to choose from.
+  const std::string writer = request.get_param_value("writer");
   pg::RowHistory history;
   std::optional<pg::BodyPrefix> body;
   const auto read = with_database([&](pg::Connection& c) -> core::Status {
     pg::OperatorViews views(c, config_.outbox.schema);
-    auto shown = views.show(message_id);
+    auto shown = views.show(message_id, writer);
     if (!shown) return shown.error();
     history = std::move(shown).value();
-    auto prefix = views.body(message_id, kBodyBytesShown);
+    if (!history.row) return {};
+    auto prefix = views.body(history.row_id, kBodyBytesShown);
     if (!prefix) return prefix.error();
     body = std::move(prefix).value();
     return {};
   });
   if (!read) return failed(request, response, caller, read.error());
+  if (!history.writers.empty()) {
+    response.status = 300;
+    send(request, response, {{"message_id", message_id}, {"writers", history.writers}},
+         [&] { return console::writers_page(frame_of(caller), message_id, history.writers); });
+    return;
+  }
   const nlohmann::json row = history.row ? nlohmann::json::parse(*history.row) : nlohmann::json();
   const auto events = parsed(history.events);
   if (!history.row) response.status = 404;
@@ -121,6 +131,7 @@ void ConsoleApp::act(const httplib::Request& request, httplib::Response& respons
   const std::string writer = form_field(request, "writer");
   auto changed = with_database([&](pg::Connection& c) -> core::Result<std::vector<std::string>> {
     pg::ParkedTarget target;
+    target.writer = writer;
     if (kind == "parked") {
       target.message_ids = {id};
     } else {

@@ -58,7 +58,7 @@ int act_on_parked(const std::string& path, const AdminTarget& target, const char
   }
   return run_operator_command(path, command, [&](OperatorCommand& s) {
     pg::OperatorActions actions(s.connection, s.config.outbox.schema, os_user());
-    auto changed = (actions.*action)({target.message_ids, target.session_id, target.all_parked});
+    auto changed = (actions.*action)({target.message_ids, target.session_id, target.all_parked, target.writer});
     if (!changed) return s.failed(changed.error());
     const auto& ids = changed.value();
     if (!ids.empty()) spdlog::info("{}: {} parked row{} {}: {}", command, ids.size(), ids.size() == 1 ? "" : "s", done,
@@ -127,7 +127,7 @@ int cmd_fire(const std::string& path, const AdminTarget& target) {
     if (ids.empty()) ids.emplace_back();  // the session alone
     int fired = 0;
     for (const auto& id : ids) {
-      auto report = store.fire(id, target.session_id, os_user());
+      auto report = store.fire(id, target.session_id, os_user(), target.writer);
       if (!report) return s.failed(report.error());
       const auto& r = report.value();
       fired += r.rows;

@@ -65,8 +65,9 @@ int cmd_replay(const std::string& path, const ReplayOptions& options) {
     std::cerr << "replay: name message ids, --session S or --destination D (with --since/--until)\n";
     return kExitUsage;
   }
-  const pg::ReplaySelection selection{options.message_ids, options.session_id, options.destination,
-                                      bound_of(options.since), bound_of(options.until), options.limit};
+  const pg::ReplaySelection selection{options.message_ids,     options.session_id,      options.destination,
+                                      options.writer,          bound_of(options.since), bound_of(options.until),
+                                      options.limit};
   return run_operator_command(path, "replay", [&](OperatorCommand& s) {
     pg::OperatorActions actions(s.connection, s.config.outbox.schema, os_user());
     const bool dry_run = options.dry_run || !options.yes;

@@ -68,12 +68,17 @@ void print_events(const std::vector<nlohmann::json>& events) {
 
 }  // namespace
 
-int cmd_show(const std::string& path, const std::string& message_id, bool json) {
+int cmd_show(const std::string& path, const std::string& message_id, const std::string& writer, bool json) {
   return run_operator_command(path, "show", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
-    auto history = views.show(message_id);
+    auto history = views.show(message_id, writer);
     if (!history) return s.failed(history.error());
     const auto& h = history.value();
+    if (!h.writers.empty()) {
+      std::cerr << "show: message id " << cell(message_id, 200) << " names rows of " << h.writers.size()
+                << " writers (" << cell(id_list(h.writers), 400) << "): name one with --writer\n";
+      return kExitUsage;
+    }
     const auto events = parsed(h.events);
     const nlohmann::json row = h.row ? with_body_preview(nlohmann::json::parse(*h.row)) : nlohmann::json();
     if (json) {

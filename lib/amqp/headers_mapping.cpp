@@ -17,11 +17,12 @@ constexpr std::size_t kShownKeyCharacters = 64;
 constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range id
 
 // AMQP 1.0 annotations, Artemis internals and management, JMS, RabbitMQ's
-// own headers; compared without case. Also in sql/009_writer_isolation.sql.
-constexpr std::array<std::string_view, 18> kReservedPrefixes{
+// own headers, outboxd's own (outboxd_writer); compared without case. Also in
+// headers_problem() (sql/029_writer_message_ids.sql).
+constexpr std::array<std::string_view, 19> kReservedPrefixes{
     "x-opt-", "x-death", "x-delay", "x-received-from", "x-first-death-", "x-last-death-",
     "x-delivery-count", "x-stream-", "x-amqp-", "x-shovelled", "x-mqtt-", "_amq_",
-    "__amq_", "__hdr_", "_hq_", "jms", "amqp:", "activemq."};
+    "__amq_", "__hdr_", "_hq_", "jms", "amqp:", "activemq.", "outboxd_"};
 // RabbitMQ routes a message to the queues these name as well.
 constexpr std::array<std::string_view, 2> kReservedKeys{"cc", "bcc"};
 

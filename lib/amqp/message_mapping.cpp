@@ -51,8 +51,9 @@ core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile,
   put_column(msg, kParentMessageIdProperty, row.parent_message_id);
   put_column(msg, kOriginatingMessageIdProperty, row.originating_message_id);
   put_column(msg, kTraceparentProperty, row.traceparent);
+  put_column(msg, kWriterProperty, row.writer);
   if (profile == config::BrokerProfile::artemis) {
-    msg.properties().put(kArtemisDuplicateIdProperty, row.message_id);
+    msg.properties().put(kArtemisDuplicateIdProperty, duplicate_id(row));
   }
 
   return {};
@@ -73,6 +74,11 @@ std::vector<char> data_section_head(std::size_t body_size) {
 }
 
 }  // namespace
+
+std::string duplicate_id(const core::OutboxMessage& row) {
+  if (!row.writer) return row.message_id;
+  return row.message_id + '\x1f' + *row.writer;
+}
 
 // Proton encodes the sections before the body (no body is set, so it writes
 // none); the data section goes after them straight from the row's bytes, the

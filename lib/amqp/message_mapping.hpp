@@ -19,10 +19,22 @@ inline constexpr const char* kParentMessageIdProperty = "parent_message_id";
 inline constexpr const char* kOriginatingMessageIdProperty = "originating_message_id";
 inline constexpr const char* kTraceparentProperty = "traceparent";
 
-// Artemis duplicate detection: with this property set to the message-id,
-// Artemis drops a re-publish of a row whose first outcome was lost (it wins
-// over a header of the same name). Other profiles do not get it.
+// The login role that wrote the row (messages.writer), absent for rows of no
+// writer. A message id is its writer's own, so a consumer's inbox dedupes on
+// this and the message-id together. Writers may not use header keys that
+// start with "outboxd_" (headers_problem() in SQL, the mapper here).
+inline constexpr const char* kWriterProperty = "outboxd_writer";
+
+// Artemis duplicate detection: with this property set to the message-id and
+// its writer (duplicate_id()), Artemis drops a re-publish of a row whose first
+// outcome was lost (it wins over a header of the same name), and never
+// another writer's message with the same id. Other profiles do not get it.
 inline constexpr const char* kArtemisDuplicateIdProperty = "_AMQ_DUPL_ID";
+
+// The message id, then U+001F and the writer when the row has one. No two
+// rows share it: a message id holds no control character, so the first
+// U+001F ends it.
+std::string duplicate_id(const core::OutboxMessage& row);
 
 // The largest header.ttl AMQP can carry (a uint of milliseconds).
 inline constexpr std::int64_t kMaxTtlMs = 0xFFFFFFFFLL;

@@ -23,6 +23,23 @@ const nlohmann::json& field(const nlohmann::json& object, const char* key) {
   return found == object.end() ? kNull : *found;
 }
 
+std::string writer_of(const nlohmann::json& row) {
+  const auto& writer = field(row, "writer");
+  return writer.is_string() ? writer.get<std::string>() : "";
+}
+
+std::string row_path(std::string_view message_id, std::string_view writer) {
+  std::string path = "/rows/" + url_segment(message_id);
+  if (!writer.empty()) path += "?writer=" + url_segment(writer);
+  return path;
+}
+
+Html row_link(const nlohmann::json& row) {
+  const auto& id = field(row, "message_id");
+  if (!id.is_string()) return cell(id);
+  return link(row_path(id.get<std::string>(), writer_of(row)), "", id.get<std::string>());
+}
+
 Html cell(const nlohmann::json& value, std::size_t max_bytes) {
   if (value.is_null()) return {"-"};
   if (value.is_string()) return text(value.get<std::string>(), max_bytes);

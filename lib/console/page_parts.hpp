@@ -24,5 +24,13 @@ Html when(const nlohmann::json& value);
 Html count_line(std::size_t listed, std::int64_t matched, std::string_view noun);
 // The value of `key` of an object, null when missing or `object` is not one.
 const nlohmann::json& field(const nlohmann::json& object, const char* key);
+// A row's writer (its "writer" field); empty for rows of no writer.
+std::string writer_of(const nlohmann::json& row);
+// The path of a row's page: /rows/<message id>, with ?writer= when it has
+// one, since a message id is its writer's own.
+std::string row_path(std::string_view message_id, std::string_view writer);
+// A link to the row page of `row` (a row or an event with "message_id" and
+// maybe "writer") labelled with its message id; a cell when it has none.
+Html row_link(const nlohmann::json& row);
 
 }  // namespace outboxd::console

@@ -88,23 +88,23 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
     ++listed;
     const std::string id = field(r, "message_id").is_string() ? field(r, "message_id").get<std::string>() : "";
     const std::string session = field(r, "session_id").is_string() ? field(r, "session_id").get<std::string>() : "";
-    const std::string row_path = "/parked/" + url_segment(id);
-    Html actions{link("/rows/", id, "show").markup};
+    const std::string parked_path = "/parked/" + url_segment(id);
+    // The row's writer names it: another writer's row with the same message id is not touched.
+    const std::string whose = writer_of(r);
+    Html actions{link(row_path(id, whose), "", "show").markup};
     if (field(r, "status") == "parked") {
-      actions.markup += action_form(row_path + "/requeue", "requeue", frame.csrf).markup +
-                        action_form(row_path + "/skip", "skip", frame.csrf).markup;
+      actions.markup += action_form(parked_path + "/requeue", "requeue", frame.csrf, "writer", whose).markup +
+                        action_form(parked_path + "/skip", "skip", frame.csrf, "writer", whose).markup;
     }
     Html session_cell = session.empty() ? Html{"-"} : link("/sessions/", session, session);
     if (!session.empty() && field(r, "status") == "parked") {
       const std::string session_path = "/sessions/" + url_segment(session);
       // The row's writer's session: another writer's rows of the session id are not touched.
-      const auto& writer = field(r, "writer");
-      const std::string whose = writer.is_string() ? writer.get<std::string>() : "";
       session_cell.markup +=
           "<br>" + action_form(session_path + "/requeue", "requeue session", frame.csrf, "writer", whose).markup +
           action_form(session_path + "/skip", "skip session", frame.csrf, "writer", whose).markup;
     }
-    rows.push_back({link("/rows/", id, id), cell(field(r, "status")), cell(field(r, "destination")), session_cell,
+    rows.push_back({row_link(r), cell(field(r, "status")), cell(field(r, "destination")), session_cell,
                     cell(field(r, "attempts")), when(field(r, "first_failed_at")), when(field(r, "last_failed_at")),
                     cell(field(r, "waiting_behind")), cell(field(r, "last_error"), 400), actions});
   }
@@ -126,9 +126,7 @@ std::string audit_page(const Frame& frame, const AuditFilter& filter, const nloh
   std::size_t listed = 0;
   for (const auto& e : field(listing, "events")) {
     ++listed;
-    const auto& id = field(e, "message_id");
-    rows.push_back({when(field(e, "at")), cell(field(e, "action")),
-                    id.is_string() ? link("/rows/", id.get<std::string>(), id.get<std::string>()) : cell(id),
+    rows.push_back({when(field(e, "at")), cell(field(e, "action")), row_link(e),
                     field(e, "session_id").is_string()
                         ? link("/sessions/", field(e, "session_id").get<std::string>(),
                                field(e, "session_id").get<std::string>())

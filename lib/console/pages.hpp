@@ -49,6 +49,9 @@ struct BodyView {
 std::string row_page(const Frame& frame, std::string_view message_id, const nlohmann::json& row,
                      const std::vector<nlohmann::json>& events, const BodyView& body);
 
+// A message id that rows of several writers have, none named: a link to each writer's row.
+std::string writers_page(const Frame& frame, std::string_view message_id, const std::vector<std::string>& writers);
+
 // The body for people: pretty JSON when it parses as JSON, text when it is
 // UTF-8 without control characters (newlines and tabs aside), else a hex dump;
 // escaped whichever.

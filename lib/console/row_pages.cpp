@@ -106,8 +106,9 @@ std::string row_page(const Frame& frame, std::string_view message_id, const nloh
     }
     if (field(row, "status") == "parked") {
       const std::string path = "/parked/" + url_segment(message_id);
-      fields.push_back({text("actions"), concat({action_form(path + "/requeue", "requeue", frame.csrf),
-                                                 action_form(path + "/skip", "skip", frame.csrf)})});
+      const std::string whose = writer_of(row);
+      fields.push_back({text("actions"), concat({action_form(path + "/requeue", "requeue", frame.csrf, "writer", whose),
+                                                 action_form(path + "/skip", "skip", frame.csrf, "writer", whose)})});
     }
     content = table({"column", "value"}, fields).markup + "<h2>Body</h2>" + body_html(body).markup;
   }
@@ -115,14 +116,24 @@ std::string row_page(const Frame& frame, std::string_view message_id, const nloh
   return framed(frame, "Row " + std::string(message_id), {content});
 }
 
+std::string writers_page(const Frame& frame, std::string_view message_id, const std::vector<std::string>& writers) {
+  std::vector<std::vector<Html>> rows;
+  for (const auto& writer : writers) {
+    rows.push_back({link(row_path(message_id, writer), "", writer.empty() ? "(no writer)" : writer)});
+  }
+  const Html content = concat({element("p", "problem", text("Rows of more than one writer have this message id: "
+                                                            "each writer's ids are its own. Choose the writer.")),
+                               table({"writer"}, rows)});
+  return framed(frame, "Row " + std::string(message_id), content);
+}
+
 std::string session_page(const Frame& frame, std::string_view session_id, const nlohmann::json& timeline) {
   std::vector<std::vector<Html>> rows;
   std::size_t listed = 0;
   for (const auto& r : field(timeline, "rows")) {
     ++listed;
-    const auto& id = field(r, "message_id");
     const auto& done = field(r, "dispatched_at").is_null() ? field(r, "cancelled_at") : field(r, "dispatched_at");
-    rows.push_back({cell(field(r, "id")), id.is_string() ? link("/rows/", id.get<std::string>(), id.get<std::string>()) : cell(id),
+    rows.push_back({cell(field(r, "id")), row_link(r),
                     cell(field(r, "writer")), cell(field(r, "state")), cell(field(r, "destination")),
                     cell(field(r, "subject")),
                     when(field(r, "created_at")), when(field(r, "due_at")), when(done), cell(field(r, "attempts")),

@@ -57,9 +57,9 @@ core::Result<std::vector<std::string>> OperatorActions::act_on_parked(const char
                                                                       const ParkedTarget& target,
                                                                       const char* context) {
   auto rows = connection_.exec_params(
-      "SELECT * FROM " + schema_ + "." + function + "($1::text[], $2, $3::boolean, $4)",
+      "SELECT * FROM " + schema_ + "." + function + "($1::text[], $2, $3::boolean, $4, $5)",
       {array_unless_empty(target.message_ids), unless_empty(target.session_id), target.all_parked ? "t" : "f",
-       os_user_});
+       os_user_, unless_empty(target.writer)});
   if (!rows) return in_context(context, rows.error());
   std::vector<std::string> ids;
   for (int i = 0; i < rows.value().size(); ++i) ids.emplace_back(rows.value().text(i, 0));
@@ -77,9 +77,10 @@ core::Result<std::vector<std::string>> OperatorActions::skip(const ParkedTarget&
 core::Result<ReplayReport> OperatorActions::replay(const ReplaySelection& s, bool dry_run) {
   auto rows = connection_.exec_params(
       "SELECT message_id, row_session, matched, waiting_behind FROM " + schema_ +
-          ".replay($1::text[], $2, $3, " + bound_sql(4, 5) + ", " + bound_sql(6, 7) + ", $8::int, $9::boolean, $10)",
+          ".replay($1::text[], $2, $3, " + bound_sql(4, 5) + ", " + bound_sql(6, 7) + ", $8::int, $9::boolean, $10, $11)",
       {array_unless_empty(s.message_ids), unless_empty(s.session_id), unless_empty(s.destination), s.since.at,
-       ago_ms(s.since), s.until.at, ago_ms(s.until), std::to_string(s.limit), dry_run ? "t" : "f", os_user_});
+       ago_ms(s.since), s.until.at, ago_ms(s.until), std::to_string(s.limit), dry_run ? "t" : "f", os_user_,
+       unless_empty(s.writer)});
   if (!rows) return in_context(dry_run ? "counting rows to replay" : "replaying rows", rows.error());
   return replay_report(rows.value());
 }

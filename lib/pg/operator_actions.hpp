@@ -12,11 +12,14 @@
 
 namespace outboxd::pg {
 
-// Parked rows by message id, of a session, or all of them (any combination).
+// Parked rows by message id, of a session, or all of them (any combination),
+// of one writer when named. A message id or session that names rows of more
+// than one writer is refused unless the writer is named (ids are per writer).
 struct ParkedTarget {
   std::vector<std::string> message_ids;
   std::string session_id;
   bool all_parked = false;
+  std::string writer;  // empty: any
 };
 
 // One end of a replay's dispatched_at window: a time PostgreSQL reads
@@ -31,6 +34,7 @@ struct ReplaySelection {
   std::vector<std::string> message_ids;
   std::string session_id;
   std::string destination;
+  std::string writer;  // empty: any, as for ParkedTarget
   TimeBound since;
   TimeBound until;
   int limit = 1000;  // more matching rows than this: refused (dry runs count them)

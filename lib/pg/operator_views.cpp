@@ -27,14 +27,17 @@ std::string parked_sql(const std::string& t) {
          "ORDER BY m.id LIMIT $5";
 }
 
+// One row per writer that has the id (a writer has it once), of one writer when named.
 std::string show_sql(const std::string& t) {
   return "SELECT (to_jsonb(m) - 'body' || jsonb_build_object('body_bytes', octet_length(m.body), "
-         "'body_head', encode(substring(m.body FROM 1 FOR 96), 'hex')))::text "
-         "FROM " + t + " m WHERE m.message_id = $1";
+         "'body_head', encode(substring(m.body FROM 1 FOR 96), 'hex')))::text, m.id, coalesce(m.writer, '') "
+         "FROM " + t + " m WHERE m.message_id = $1 AND ($2::text IS NULL OR m.writer = $2) ORDER BY m.writer LIMIT 100";
 }
 
+// The row's events; a purged row's by its message id.
 std::string events_sql(const std::string& schema) {
-  return "SELECT to_jsonb(e)::text FROM " + schema + ".row_events e WHERE e.message_id = $1 ORDER BY e.id LIMIT 1000";
+  return "SELECT to_jsonb(e)::text FROM " + schema + ".row_events e "
+         "WHERE CASE WHEN $1::bigint IS NULL THEN e.message_id = $2 ELSE e.row_id = $1 END ORDER BY e.id LIMIT 1000";
 }
 
 // What an operator calls the row's state: pending split by why it waits.
@@ -67,7 +70,7 @@ std::string audit_sql(const std::string& schema, const std::string& t) {
 
 std::string body_sql(const std::string& t) {
   return "SELECT encode(substring(m.body FROM 1 FOR $2::int), 'hex'), octet_length(m.body), m.content_type "
-         "FROM " + t + " m WHERE m.message_id = $1";
+         "FROM " + t + " m WHERE m.id = $1";
 }
 
 std::string from_hex(std::string_view hex) {
@@ -124,14 +127,25 @@ core::Result<Listing> OperatorViews::parked(const ParkedFilter& filter) {
   });
 }
 
-core::Result<RowHistory> OperatorViews::show(const std::string& message_id) {
+core::Result<RowHistory> OperatorViews::show(const std::string& message_id, const std::string& writer) {
   return in_utc("reading a row", [&]() -> core::Result<RowHistory> {
-    auto row = connection_.exec_params(show_sql(table_), {message_id});
-    if (!row) return in_context("reading a row", row.error());
-    auto events = connection_.exec_params(events_sql(schema_), {message_id});
+    auto found = connection_.exec_params(show_sql(table_), {message_id, unless_empty(writer)});
+    if (!found) return in_context("reading a row", found.error());
+    const Rows& rows = found.value();
+    RowHistory history;
+    if (rows.size() > 1) {
+      for (int i = 0; i < rows.size(); ++i) history.writers.emplace_back(rows.text(i, 2));
+      return history;
+    }
+    std::optional<std::string> row_id;
+    if (rows.size() == 1) {
+      history.row = std::string(rows.text(0, 0));
+      history.row_id = rows.int64(0, 1);
+      row_id = std::to_string(history.row_id);
+    }
+    auto events = connection_.exec_params(events_sql(schema_), {row_id, message_id});
     if (!events) return in_context("reading a row's events", events.error());
-    RowHistory history{std::nullopt, first_column(events.value())};
-    if (row.value().size() > 0) history.row = std::string(row.value().text(0, 0));
+    history.events = first_column(events.value());
     return history;
   });
 }
@@ -163,8 +177,8 @@ core::Result<std::int64_t> OperatorViews::inserted_total() {
   return rows.value().int64(0, 0);
 }
 
-core::Result<std::optional<BodyPrefix>> OperatorViews::body(const std::string& message_id, int max_bytes) {
-  auto rows = connection_.exec_params(body_sql(table_), {message_id, std::to_string(max_bytes)});
+core::Result<std::optional<BodyPrefix>> OperatorViews::body(std::int64_t row_id, int max_bytes) {
+  auto rows = connection_.exec_params(body_sql(table_), {std::to_string(row_id), std::to_string(max_bytes)});
   if (!rows) return in_context("reading a row's body", rows.error());
   if (rows.value().size() == 0) return std::optional<BodyPrefix>();
   const Rows& r = rows.value();

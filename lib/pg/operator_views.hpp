@@ -30,9 +30,15 @@ struct Listing {
 
 struct RowHistory {
   // Every column, the body as body_bytes and body_head (its first 96 bytes
-  // in hex); nullopt when no row has the id (never written, or purged).
+  // in hex); nullopt when no row has the id (never written, or purged), or
+  // when several writers' rows have it and no writer was named.
   std::optional<std::string> row;
-  std::vector<std::string> events;  // row_events of the message id, oldest first
+  std::int64_t row_id = 0;  // the row's id, when there is one
+  // row_events of the row, oldest first; of the message id when no row has it.
+  std::vector<std::string> events;
+  // The writers whose rows have the id, when more than one has and none was
+  // named: a message id is its writer's own, so the caller must choose.
+  std::vector<std::string> writers;
 };
 
 struct SessionTimeline {
@@ -64,7 +70,8 @@ class OperatorViews {
   OperatorViews(Connection& connection, const std::string& schema);
 
   core::Result<Listing> parked(const ParkedFilter& filter);
-  core::Result<RowHistory> show(const std::string& message_id);
+  // The row with message_id, of `writer` when it is not empty.
+  core::Result<RowHistory> show(const std::string& message_id, const std::string& writer = {});
   core::Result<SessionTimeline> timeline(const std::string& session_id, int limit);
   // row_events newest first, each with its row's session_id (null once the
   // row is purged); an unreadable time is the database's error.
@@ -75,7 +82,7 @@ class OperatorViews {
   // restarts the count.
   core::Result<std::int64_t> inserted_total();
   // nullopt when no row has the id.
-  core::Result<std::optional<BodyPrefix>> body(const std::string& message_id, int max_bytes);
+  core::Result<std::optional<BodyPrefix>> body(std::int64_t row_id, int max_bytes);
 
  private:
   template <class Read>

@@ -199,10 +199,11 @@ class OutboxStore {
   // For `outboxd status`: counts per destination and in total.
   core::Result<StatusReport> status();
   // Scheduled rows (pending, due later) of `message_id`, or of `session_id`
-  // when it is not empty, become due now, each with a fired event naming
-  // `os_user` (if not empty), and a NOTIFY follows.
+  // when it is not empty, of `writer` when it is not empty, become due now,
+  // each with a fired event naming `os_user` (if not empty), and a NOTIFY
+  // follows. An id or session that names rows of several writers needs the writer.
   core::Result<FireReport> fire(std::string_view message_id, std::string_view session_id = {},
-                                std::string_view os_user = {});
+                                std::string_view os_user = {}, std::string_view writer = {});
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);

@@ -83,10 +83,12 @@ def test_a_jms_application_sees_every_mapped_field(workdir, database):
     props = first["properties"]
     # The content-type has no JMS field: it shows only in the message class (below).
     assert set(props) == {"JMSXGroupID", "JMSXDeliveryCount", "_AMQ_DUPL_ID", *headers, "parent_message_id",
-                          "originating_message_id", "traceparent"}
+                          "originating_message_id", "traceparent", "outboxd_writer"}
     assert props["JMSXDeliveryCount"] == {"type": "Integer", "value": 1}
     # The artemis profile's duplicate detection property, visible to the application.
-    assert props["_AMQ_DUPL_ID"] == {"type": "String", "value": "order-7:bytes:1"}
+    # The message id and its writer: ids are each writer's own.
+    assert props["_AMQ_DUPL_ID"] == {"type": "String", "value": "order-7:bytes:1\x1f" + writer.role}
+    assert props["outboxd_writer"] == {"type": "String", "value": writer.role}
     assert props["JMSXGroupID"] == {"type": "String", "value": "order-7"}
     assert props["tenant"] == {"type": "String", "value": "acme"}
     assert props["priority"] == {"type": "Long", "value": 5}

@@ -55,11 +55,13 @@ def test_rhea_reads_every_mapped_field(workdir, database):
     assert m["durable"] is True
     assert m["body"]["section"] == "data" and base64.b64decode(m["body"]["base64"]) == BODY
     assert m["application_properties"] == {**headers, "parent_message_id": "order-9:place:1",
-                                           "originating_message_id": "order-9:start:1", "traceparent": TRACEPARENT}
+                                           "originating_message_id": "order-9:start:1", "traceparent": TRACEPARENT,
+                                           "outboxd_writer": writer.role}
 
     # A row with only the required columns: no optional field appears, the empty body is still one data section.
     bare = got["bare:1"]
-    for field in ("correlation_id", "group_id", "subject", "content_type", "ttl", "application_properties"):
+    for field in ("correlation_id", "group_id", "subject", "content_type", "ttl"):
         assert bare.get(field) is None, field
+    assert bare["application_properties"] == {"outboxd_writer": writer.role}
     assert bare["durable"] is True and bare["creation_time"] == created["bare:1"]
     assert bare["body"] == {"section": "data", "base64": ""}

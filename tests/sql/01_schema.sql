@@ -48,7 +48,7 @@ SELECT is((SELECT attidentity::text FROM pg_attribute
             WHERE attrelid = 'outbox.messages'::regclass AND attname = 'id'), 'a',
   'messages.id is GENERATED ALWAYS AS IDENTITY');
 SELECT col_is_pk('outbox', 'messages', 'id', 'messages.id is the primary key');
-SELECT col_is_unique('outbox', 'messages', ARRAY['message_id']::name[], 'messages.message_id is unique');
+SELECT col_is_unique('outbox', 'messages', ARRAY['message_id', 'writer']::name[], 'messages.message_id is unique per writer');
 
 SELECT is(pg_get_indexdef('outbox.messages_ready_idx'::regclass),
   'CREATE INDEX messages_ready_idx ON outbox.messages USING btree (id) WHERE ((status = ''pending''::text) AND (due_at <= created_at))');
@@ -128,7 +128,7 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,bytea,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,jsonb,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
-           ('outbox.fire_scheduled(text,text,text)'),
+           ('outbox.fire_scheduled(text,text,text,text)'),
            ('outbox.forget_silent_instances(text,interval)'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
@@ -138,10 +138,10 @@ SELECT results_eq($$
            ('outbox.purge_row_events(interval,integer)'),
            ('outbox.record_status_change()'),
            ('outbox.refresh_statistics()'),
-           ('outbox.replay(text[],text,text,timestamp with time zone,timestamp with time zone,integer,boolean,text)'),
-           ('outbox.requeue_parked(text[],text,boolean,text)'),
+           ('outbox.replay(text[],text,text,timestamp with time zone,timestamp with time zone,integer,boolean,text,text)'),
+           ('outbox.requeue_parked(text[],text,boolean,text,text)'),
            ('outbox.reschedule(text,timestamp with time zone)'),
-           ('outbox.skip_parked(text[],text,boolean,text)'),
+           ('outbox.skip_parked(text[],text,boolean,text,text)'),
            ('outbox.standby_position(text)'),
            ('outbox.workflow_states(text)'),
            ('workflow.purge_processed(interval,integer)'),

@@ -43,8 +43,8 @@ SELECT is((SELECT status || '/' || partition FROM outbox.messages WHERE message_
 SELECT is(sqltest.try_as_member('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-4', 'orders') ON CONFLICT DO NOTHING$$),
   'ok', 'writer: INSERT ... ON CONFLICT DO NOTHING');
 SELECT is(sqltest.try_as_member('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-4', 'orders')
-                                                ON CONFLICT (message_id) DO NOTHING$$),
-  '42501', 'writer: ON CONFLICT (message_id) names a column it may not read');
+                                                ON CONFLICT (message_id, writer) DO NOTHING$$),
+  '42501', 'writer: ON CONFLICT (message_id, writer) names columns it may not read');
 SELECT is(sqltest.try_as_member('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination) VALUES ('w-1', 'orders') RETURNING id$$),
   '42501', 'writer: INSERT ... RETURNING needs SELECT, which the writer lacks');
 SELECT is(sqltest.try_as_member('outbox_writer', $$INSERT INTO outbox.messages (message_id, destination, status) VALUES ('w-5', 'orders', 'dispatched')$$),

@@ -38,20 +38,21 @@ SELECT is(sqltest.try_login('app_a', $$SELECT outbox.enqueue('orders', 'a-1', 's
   'own row, different due_at: 23505 without DETAIL');
 SELECT is(sqltest.try_login('app_a', $$SELECT outbox.enqueue('orders', 'a-1', 'other body')$$),
   '23505: message_id "a-1" already exists with different content', 'own row, different body: the same error');
-SELECT is(sqltest.try_login('app_b', $$SELECT outbox.enqueue('orders', 'a-1', 'secret of a')$$),
-  '23505: message_id "a-1" already exists with different content',
-  'another writer''s row with the same body: the same error (no oracle for its content)');
+SELECT is(sqltest.try_login('app_b', $$SELECT outbox.enqueue('orders', 'a-1', 'secret of a')$$), 'ok',
+  'another writer''s id: app_b''s own row, nothing learnt about app_a''s (ids are per writer)');
 SELECT is(sqltest.try_login('app_b', $$SELECT outbox.enqueue('orders', 'a-1', 'guess')$$),
-  '23505: message_id "a-1" already exists with different content', 'another writer''s row, another body: the same error');
+  '23505: message_id "a-1" already exists with different content', '... and a conflict only with its own row');
 SELECT is(sqltest.ask_login('app_a', $$SELECT outbox.enqueue('orders', 'a-4', 'x')::text$$),
   (SELECT id::text FROM outbox.messages WHERE message_id = 'a-4'), 'own row, same content: its id (idempotent)');
-SELECT is(sqltest.try_login('app_b', $$SELECT outbox.enqueue('orders', 'a-4', 'x')$$),
-  '23505: message_id "a-4" already exists with different content', 'the same call by another writer: 23505');
+SELECT isnt(sqltest.ask_login('app_b', $$SELECT outbox.enqueue('orders', 'a-4', 'x')::text$$),
+  (SELECT id::text FROM outbox.messages WHERE message_id = 'a-4' AND writer = 'app_a'),
+  'the same call by another writer: a row of its own');
 
 -- cancel sees only the caller's rows ---------------------------------------------
 
 SELECT is(sqltest.ask_login('app_b', $$SELECT outbox.cancel('a-1')::text$$), 'false', 'app_b cannot cancel app_a''s timeout');
-SELECT is((SELECT status FROM outbox.messages WHERE message_id = 'a-1'), 'pending', '... it stays pending');
+SELECT is((SELECT status FROM outbox.messages WHERE message_id = 'a-1' AND writer = 'app_a'), 'pending',
+  '... it stays pending');
 SELECT is(sqltest.ask_login('app_b', $$SELECT outbox.cancel('no-such-id')::text$$), 'false',
   '... the same answer as for an unknown id');
 SELECT is(sqltest.ask_login('app_a', $$SELECT outbox.cancel('a-2')::text$$), 'true', 'app_a cancels its own plain-INSERT row');
@@ -61,7 +62,8 @@ SELECT is(sqltest.try_login('app_b', 'SELECT count(*) FROM outbox.messages'), '4
 -- Rows from before 009 belong to no writer
 INSERT INTO outbox.messages (message_id, destination, due_at, writer) VALUES ('legacy-1', 'orders', now() + interval '1 hour', NULL);
 SELECT is(outbox.cancel('legacy-1'), false, 'a row without writer: no one''s to cancel');
-SELECT throws_ok($$SELECT outbox.enqueue('orders', 'legacy-1', '')$$, '23505', NULL, '... nor to repeat');
+SELECT throws_ok($$INSERT INTO outbox.messages (message_id, destination, writer) VALUES ('legacy-1', 'orders', NULL)$$,
+  '23505', NULL, '... and rows of no writer keep one namespace of their own');
 
 -- Headers: the shared table ------------------------------------------------------
 

@@ -144,15 +144,17 @@ function saga(db, message) {
 // The simulated services: an inbox each (outbox.record_received), a ledger, a reply
 // ---------------------------------------------------------------------------
 
-const received = (db, consumer, messageId) =>
-  value(db, 'SELECT outbox.record_received($1, $2)', [consumer, messageId]);
+// Keyed by the sending writer too (the outboxd_writer property): message ids are each writer's own.
+const received = (db, consumer, message) =>
+  value(db, 'SELECT outbox.record_received($1, $2, $3)',
+    [consumer, message.id, message.writer]);
 
 const recordPayment = (db, order, kind, messageId, delayMs) => db.query(
   `INSERT INTO shop.payment_moves (order_id, kind, message_id, effective_at)
    VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')`, [order, kind, messageId, delayMs]);
 
 async function stock(db, message) {
-  if (!await received(db, 'stock', message.id)) return 'duplicate';
+  if (!await received(db, 'stock', message)) return 'duplicate';
   const order = JSON.parse(message.body).orderId;
   const [kind, reply, replyId] = {
     ReserveStock: ['reserve', 'StockReserved', `${order}:stock-reserved:1`],
@@ -166,7 +168,7 @@ async function stock(db, message) {
 }
 
 async function payments(db, message) {
-  if (!await received(db, 'payments', message.id)) return 'duplicate';
+  if (!await received(db, 'payments', message)) return 'duplicate';
   const body = JSON.parse(message.body);
   const order = body.orderId;
   if (message.subject === 'RefundPayment') {
@@ -208,7 +210,10 @@ function consume(pool, queue, handler) {
   // arrival order: its group-id is the order's session_id, which outboxd sends in order.
   const chains = new Map();
   receiver.on('message', ({ message, delivery }) => {
-    const m = { id: message.message_id, subject: message.subject, body: message.body.content.toString('utf8') };
+    const m = {
+      id: message.message_id, subject: message.subject, body: message.body.content.toString('utf8'),
+      writer: (message.application_properties || {}).outboxd_writer,
+    };
     const key = message.group_id;
     const run = (chains.get(key) || Promise.resolve()).then(async () => {
       const db = await pool.connect();

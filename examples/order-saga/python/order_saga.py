@@ -156,7 +156,7 @@ def saga(cur, message):
 # ---------------------------------------------------------------------------
 
 def stock(cur, message):
-    if not received(cur, "stock", message.id):
+    if not received(cur, "stock", message):
         return "duplicate"
     order = json.loads(message.body)["orderId"]
     kind, reply, reply_id = {"ReserveStock": ("reserve", "StockReserved", f"{order}:stock-reserved:1"),
@@ -169,7 +169,7 @@ def stock(cur, message):
 
 
 def payments(cur, message):
-    if not received(cur, "payments", message.id):
+    if not received(cur, "payments", message):
         return "duplicate"
     body = json.loads(message.body)
     order = body["orderId"]
@@ -192,8 +192,10 @@ def payments(cur, message):
     return "PaymentCaptured"
 
 
-def received(cur, consumer, message_id):
-    cur.execute("SELECT outbox.record_received(%s, %s)", (consumer, message_id))
+def received(cur, consumer, message):
+    """Keyed by the sending writer too (the outboxd_writer property): message ids are each writer's own."""
+    cur.execute("SELECT outbox.record_received(%s, %s, %s)",
+                (consumer, message.id, (message.properties or {}).get("outboxd_writer")))
     return cur.fetchone()[0]
 
 

@@ -57,11 +57,11 @@ TEST_CASE("requeue and skip change parked rows only, record who did it, and wake
   insert(setup, {"pending", "v"});
   must(setup, "UPDATE outbox.messages SET attempts = 10, last_error = 'rejected: bad' WHERE status = 'parked'");
 
-  auto not_parked = admin.requeue({{"pending", "nope"}, "", false});
+  auto not_parked = admin.requeue({{"pending", "nope"}, "", false, ""});
   REQUIRE(not_parked.ok());
   CHECK(not_parked.value().empty());
 
-  auto requeued = admin.requeue({{"p1"}, "", false});
+  auto requeued = admin.requeue({{"p1"}, "", false, ""});
   REQUIRE(requeued.ok());
   CHECK(requeued.value() == std::vector<std::string>{"p1"});
   pollfd fd{daemon.socket(), POLLIN, 0};
@@ -81,7 +81,7 @@ TEST_CASE("requeue and skip change parked rows only, record who did it, and wake
   CHECK(event.text(0, 1) == "alice");
   CHECK(event.boolean(0, 2));
 
-  auto skipped = admin.skip({{}, "t", false});
+  auto skipped = admin.skip({{}, "t", false, ""});
   REQUIRE(skipped.ok());
   CHECK(skipped.value() == std::vector<std::string>{"p2"});
   const Rows p2 = must(setup, "SELECT status, cancelled_at IS NOT NULL, last_error FROM outbox.messages "
@@ -90,7 +90,7 @@ TEST_CASE("requeue and skip change parked rows only, record who did it, and wake
   CHECK(p2.boolean(0, 1));
   CHECK(p2.text(0, 2) == "skipped by operator; last error: rejected: bad");
 
-  auto all = admin.requeue({{}, "", true});
+  auto all = admin.requeue({{}, "", true, ""});
   REQUIRE(all.ok());
   CHECK(all.value() == std::vector<std::string>{"p3"});
   auto claimed = claim(store, all_partitions(), 10);
@@ -114,12 +114,12 @@ TEST_CASE("replayed rows are claimed before their session's later rows, even abo
   const core::RowId later = insert(setup, {"r3", "s"});
   const core::RowId other = insert(setup, {"o1", "t"});
 
-  auto dry = admin.replay({{}, "s", "", {}, {}, 10}, true);
+  auto dry = admin.replay({{}, "s", "", "", {}, {}, 10}, true);
   REQUIRE(dry.ok());
   CHECK(dry.value().matched == 2);
   CHECK(dry.value().waiting_behind == 1);
   CHECK(must(setup, "SELECT count(*) FROM outbox.messages WHERE status = 'dispatched'").int64(0, 0) == 2);
-  auto replayed = admin.replay({{}, "s", "", {}, {}, 10}, false);
+  auto replayed = admin.replay({{}, "s", "", "", {}, {}, 10}, false);
   REQUIRE(replayed.ok());
   CHECK(replayed.value().message_ids == std::vector<std::string>{"r1", "r2"});
 
@@ -132,7 +132,7 @@ TEST_CASE("replayed rows are claimed before their session's later rows, even abo
   CHECK(claimed.value().passed_over[0].id == later);
 
   must(setup, "UPDATE outbox.messages SET status = 'dispatched', dispatched_at = now() WHERE session_id = 's'");
-  auto too_many = admin.replay({{"r1", "r2"}, "", "", {}, {}, 1}, false);
+  auto too_many = admin.replay({{"r1", "r2"}, "", "", "", {}, {}, 1}, false);
   REQUIRE_FALSE(too_many.ok());
   CHECK_THAT(too_many.error().message, Catch::Contains("replay would touch 2 rows, more than the limit of 1"));
   CHECK(must(setup, "SELECT count(*) FROM outbox.messages WHERE status = 'dispatched'").int64(0, 0) == 3);

@@ -256,6 +256,26 @@ TEST_CASE("profile extras: Artemis gets _AMQ_DUPL_ID = message-id, others do not
   }
 }
 
+TEST_CASE("a message id is its writer's: outboxd_writer names it, and Artemis dedupes on both", "[amqp]") {
+  OutboxMessage row = full_row();
+  row.writer = "orders_app";
+  const auto props = round_trip(mapped(row, BrokerProfile::artemis)).properties();
+  CHECK(proton::get<std::string>(props.get("outboxd_writer")) == "orders_app");
+  CHECK(proton::get<std::string>(props.get("_AMQ_DUPL_ID")) == std::string("order-17-created\x1f") + "orders_app");
+  OutboxMessage other = row;
+  other.writer = "billing_app";
+  CHECK(outboxd::amqp::duplicate_id(other) != outboxd::amqp::duplicate_id(row));
+  // The id ends at the first U+001F, which no message id holds: no other split gives the same text.
+  OutboxMessage shifted = row;
+  shifted.message_id = "order-17-created\x1forders";
+  shifted.writer = "_app";
+  CHECK(outboxd::amqp::duplicate_id(shifted) != outboxd::amqp::duplicate_id(row));
+  row.writer.reset();  // written before writers were recorded
+  const auto legacy = round_trip(mapped(row, BrokerProfile::artemis)).properties();
+  CHECK_FALSE(legacy.exists("outboxd_writer"));
+  CHECK(proton::get<std::string>(legacy.get("_AMQ_DUPL_ID")) == "order-17-created");
+}
+
 TEST_CASE("an encoder used for many rows writes the bytes a fresh one writes", "[amqp]") {
   // Each row leaves fields unset that the one before set, and a rejected row
   // stops half-way: nothing may carry over into the next message.

@@ -73,6 +73,20 @@ TEST_CASE("The row page lists columns and history, with actions only for a parke
   CHECK(contains(row_page(kFrame, "gone", json(), {}, {}), "No row has this message id"));
 }
 
+TEST_CASE("A message id is its writer's: links and actions name the writer, and a shared id lists them", "[console]") {
+  const json row = {{"message_id", "m 1"}, {"status", "parked"}, {"writer", "app&b"}, {"session_id", nullptr}};
+  const std::string page = row_page(kFrame, "m 1", row, {}, {});
+  CHECK(contains(page, "action=\"/parked/m%201/skip\"><input type=\"hidden\" name=\"csrf\" value=\"csrf-token\">"
+                       "<input type=\"hidden\" name=\"writer\" value=\"app&amp;b\">"));
+  const std::string parked = parked_page(kFrame, {{"rows", {row}}, {"matched", 1}});
+  CHECK(contains(parked, "<a href=\"/rows/m%201?writer=app%26b\">m 1</a>"));
+  CHECK(contains(parked, "name=\"writer\" value=\"app&amp;b\"><button type=\"submit\">skip</button>"));
+  const std::string shared = writers_page(kFrame, "m 1", {"app_a", "app&b", ""});
+  CHECK(contains(shared, "<a href=\"/rows/m%201?writer=app_a\">app_a</a>"));
+  CHECK(contains(shared, "<a href=\"/rows/m%201?writer=app%26b\">app&amp;b</a>"));
+  CHECK(contains(shared, "<a href=\"/rows/m%201\">(no writer)</a>"));
+}
+
 TEST_CASE("The login page posts the token and a name, and carries no script", "[console]") {
   const std::string page = login_page("wrong <token>");
   CHECK(contains(page, "<form method=\"post\" action=\"/login\">"));
