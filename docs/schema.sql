@@ -1970,7 +1970,36 @@ $$;
 -- Name: FUNCTION record_processed(workflow_id text, message_id text); Type: COMMENT; Schema: workflow; Owner: -
 --
 
-COMMENT ON FUNCTION workflow.record_processed(workflow_id text, message_id text) IS 'Records that the workflow handled inbound message_id and returns true; returns false if it was recorded before (a duplicate delivery: emit nothing). Call it first in the transition; a concurrent duplicate waits for the first transaction and then returns false.';
+COMMENT ON FUNCTION workflow.record_processed(workflow_id text, message_id text) IS 'record_processed(workflow_id, message_id, sender) with sender '''': every sender''s ids in one namespace. Only for a workflow whose messages one writer alone may send; otherwise pass the outboxd_writer property.';
+
+--
+-- Name: record_processed(text, text, text); Type: FUNCTION; Schema: workflow; Owner: -
+--
+
+CREATE FUNCTION workflow.record_processed(workflow_id text, message_id text, sender text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'workflow', 'outbox', 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+  PERFORM require_text('message_id', record_processed.message_id, 128, true);
+  PERFORM require_text('sender', record_processed.sender, 128, true);
+  PERFORM 1 FROM instances i WHERE i.id = record_processed.workflow_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'workflow "%" does not exist', record_processed.workflow_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  INSERT INTO processed_messages (workflow_id, message_id, sender)
+  VALUES (record_processed.workflow_id, record_processed.message_id, record_processed.sender)
+  ON CONFLICT ON CONSTRAINT processed_messages_pkey DO NOTHING;
+  RETURN FOUND;
+END
+$$;
+
+--
+-- Name: FUNCTION record_processed(workflow_id text, message_id text, sender text); Type: COMMENT; Schema: workflow; Owner: -
+--
+
+COMMENT ON FUNCTION workflow.record_processed(workflow_id text, message_id text, sender text) IS 'Records that the workflow handled inbound message_id sent by writer sender (the message''s outboxd_writer property) and returns true; returns false if it was recorded before (a duplicate delivery: emit nothing). Two writers'' messages with the same id are two messages. Call it first in the transition; a concurrent duplicate waits for the first transaction and then returns false.';
 
 --
 -- Name: remove(text); Type: FUNCTION; Schema: workflow; Owner: -
@@ -2491,7 +2520,9 @@ CREATE TABLE workflow.processed_messages (
     message_id text NOT NULL,
     processed_at timestamp with time zone DEFAULT now() NOT NULL,
     writer text DEFAULT SESSION_USER NOT NULL,
-    CONSTRAINT processed_messages_message_id_valid CHECK ((((length(message_id) >= 1) AND (length(message_id) <= 128)) AND (message_id !~ '[[:cntrl:]]'::text)))
+    sender text DEFAULT ''::text NOT NULL,
+    CONSTRAINT processed_messages_message_id_valid CHECK ((((length(message_id) >= 1) AND (length(message_id) <= 128)) AND (message_id !~ '[[:cntrl:]]'::text))),
+    CONSTRAINT processed_messages_sender_valid CHECK (((length(sender) <= 128) AND (sender !~ '[[:cntrl:]]'::text)))
 );
 
 --
@@ -2505,6 +2536,12 @@ COMMENT ON TABLE workflow.processed_messages IS 'Inbound message ids a workflow 
 --
 
 COMMENT ON COLUMN workflow.processed_messages.writer IS 'Login role (session_user) that inserted the row; writers see and change only their own rows (row-level security). Rows written before 023_writer_rows.sql got outboxd.legacy_writer.';
+
+--
+-- Name: COLUMN processed_messages.sender; Type: COMMENT; Schema: workflow; Owner: -
+--
+
+COMMENT ON COLUMN workflow.processed_messages.sender IS 'The writer that sent the message (its outboxd_writer property), as record_processed() was given it; '''' when it was not given: one namespace for every sender.';
 
 --
 -- Name: instances instances_pkey; Type: CONSTRAINT; Schema: outbox; Owner: -
@@ -2595,7 +2632,7 @@ ALTER TABLE ONLY workflow.instances
 --
 
 ALTER TABLE ONLY workflow.processed_messages
-    ADD CONSTRAINT processed_messages_pkey PRIMARY KEY (workflow_id, writer, message_id);
+    ADD CONSTRAINT processed_messages_pkey PRIMARY KEY (workflow_id, writer, message_id, sender);
 
 --
 -- Name: messages_blocked_idx; Type: INDEX; Schema: outbox; Owner: -
@@ -3379,6 +3416,13 @@ REVOKE ALL ON FUNCTION workflow.record_processed(workflow_id text, message_id te
 GRANT ALL ON FUNCTION workflow.record_processed(workflow_id text, message_id text) TO outbox_writer;
 
 --
+-- Name: FUNCTION record_processed(workflow_id text, message_id text, sender text); Type: ACL; Schema: workflow; Owner: -
+--
+
+REVOKE ALL ON FUNCTION workflow.record_processed(workflow_id text, message_id text, sender text) FROM PUBLIC;
+GRANT ALL ON FUNCTION workflow.record_processed(workflow_id text, message_id text, sender text) TO outbox_writer;
+
+--
 -- Name: FUNCTION remove(id text); Type: ACL; Schema: workflow; Owner: -
 --
 
@@ -3691,4 +3735,10 @@ GRANT INSERT(message_id),UPDATE(message_id) ON TABLE workflow.processed_messages
 --
 
 GRANT INSERT(processed_at),UPDATE(processed_at) ON TABLE workflow.processed_messages TO outbox_writer;
+
+--
+-- Name: COLUMN processed_messages.sender; Type: ACL; Schema: workflow; Owner: -
+--
+
+GRANT INSERT(sender),UPDATE(sender) ON TABLE workflow.processed_messages TO outbox_writer;
 

@@ -24,7 +24,10 @@
 --     sender): the inbox dedupes on the sending writer (the outboxd_writer
 --     property) beside the id. The two-argument form records sender '' and so
 --     keeps one namespace for every sender: right only for a consumer that one
---     writer alone can reach.
+--     writer alone can reach. The same for a workflow's processed ids:
+--     processed_messages.sender and record_processed(workflow_id,
+--     message_id, sender).
+--   (Runs with the same outboxd.workflow_schema setting as 002.)
 --   - The operator functions (requeue_parked, skip_parked, replay,
 --     fire_scheduled) take a writer ('' names the rows of no writer): a
 --     message id or a session id that names rows of more than one writer
@@ -599,5 +602,74 @@ BEGIN
                  '%1$I.fire_scheduled(text, text, text, text) TO %2$I', s, dispatcher);
   EXECUTE format('GRANT EXECUTE ON FUNCTION %I.record_received(text, text, text) TO %I', s, writer_role);
   EXECUTE format('GRANT INSERT (sender), UPDATE (sender) ON %I.received_messages TO %I', s, writer_role);
+END
+$$;
+
+-- ---------------------------------------------------------------------------
+-- A workflow's processed ids key by sender too
+-- ---------------------------------------------------------------------------
+
+DO $$
+DECLARE
+  s text := current_schema();
+  w text := coalesce(nullif(current_setting('outboxd.workflow_schema', true), ''), 'workflow');
+BEGIN
+  IF to_regclass(format('%I.processed_messages', w)) IS NULL THEN
+    RAISE EXCEPTION 'table "%".processed_messages not found: apply 001_outbox.sql to 028 with the same '
+                    'outboxd.workflow_schema first', w USING ERRCODE = 'undefined_table';
+  END IF;
+  -- The workflow schema first, as for 002's functions.
+  PERFORM set_config('search_path', format('%I, %I, pg_catalog, pg_temp', w, s), false);
+END
+$$;
+
+ALTER TABLE processed_messages
+  ADD COLUMN sender text NOT NULL DEFAULT '',
+  ADD CONSTRAINT processed_messages_sender_valid CHECK (length(sender) <= 128 AND sender !~ '[[:cntrl:]]'),
+  DROP CONSTRAINT processed_messages_pkey,
+  ADD CONSTRAINT processed_messages_pkey PRIMARY KEY (workflow_id, writer, message_id, sender);
+
+COMMENT ON COLUMN processed_messages.sender IS
+  'The writer that sent the message (its outboxd_writer property), as record_processed() was given it; '
+  ''''' when it was not given: one namespace for every sender.';
+
+CREATE FUNCTION record_processed(workflow_id text, message_id text, sender text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+  PERFORM require_text('message_id', record_processed.message_id, 128, true);
+  PERFORM require_text('sender', record_processed.sender, 128, true);
+  PERFORM 1 FROM instances i WHERE i.id = record_processed.workflow_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'workflow "%" does not exist', record_processed.workflow_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  INSERT INTO processed_messages (workflow_id, message_id, sender)
+  VALUES (record_processed.workflow_id, record_processed.message_id, record_processed.sender)
+  ON CONFLICT ON CONSTRAINT processed_messages_pkey DO NOTHING;
+  RETURN FOUND;
+END
+$$;
+
+COMMENT ON FUNCTION record_processed(text, text, text) IS
+  'Records that the workflow handled inbound message_id sent by writer sender (the message''s outboxd_writer '
+  'property) and returns true; returns false if it was recorded before (a duplicate delivery: emit nothing). '
+  'Two writers'' messages with the same id are two messages. Call it first in the transition; a concurrent '
+  'duplicate waits for the first transaction and then returns false.';
+
+COMMENT ON FUNCTION record_processed(text, text) IS
+  'record_processed(workflow_id, message_id, sender) with sender '''': every sender''s ids in one namespace. '
+  'Only for a workflow whose messages one writer alone may send; otherwise pass the outboxd_writer property.';
+
+DO $$
+DECLARE
+  s text := coalesce(nullif(current_setting('outboxd.schema', true), ''), 'outbox');
+  w text := current_schema();
+BEGIN
+  EXECUTE format('REVOKE ALL ON FUNCTION %I.record_processed(text, text, text) FROM PUBLIC', w);
+  EXECUTE format('GRANT EXECUTE ON FUNCTION %I.record_processed(text, text, text) TO %I', w, s || '_writer');
+  EXECUTE format('GRANT INSERT (sender), UPDATE (sender) ON %I.processed_messages TO %I', w, s || '_writer');
 END
 $$;

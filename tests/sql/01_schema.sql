@@ -68,9 +68,9 @@ SELECT col_is_pk('outbox', 'leases', 'partition', 'leases.partition is the prima
 SELECT columns_are('outbox', 'instances', ARRAY['instance_id', 'started_at', 'heartbeat_at', 'idle']);
 SELECT columns_are('workflow', 'instances', ARRAY['id', 'kind', 'status', 'version', 'correlation_id',
   'originating_message_id', 'timeout_message_id', 'timeout_due_at', 'data', 'created_at', 'updated_at', 'writer']);
-SELECT columns_are('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id', 'processed_at', 'writer']);
-SELECT col_is_pk('workflow', 'processed_messages', ARRAY['workflow_id', 'writer', 'message_id']::name[],
-  'processed_messages is keyed by (workflow_id, writer, message_id)');
+SELECT columns_are('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id', 'processed_at', 'writer', 'sender']);
+SELECT col_is_pk('workflow', 'processed_messages', ARRAY['workflow_id', 'writer', 'message_id', 'sender']::name[],
+  'processed_messages is keyed by (workflow_id, writer, message_id, sender)');
 SELECT columns_are('workflow', 'compensations', ARRAY['workflow_id', 'step', 'message_id', 'status',
   'attempts', 'last_error', 'created_at', 'updated_at', 'writer']);
 SELECT col_is_unique('workflow', 'compensations', ARRAY['message_id', 'writer']::name[],

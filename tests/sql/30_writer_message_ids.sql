@@ -4,7 +4,7 @@ SELECT sqltest.writer_login('app_b');
 
 BEGIN;
 SET search_path = public;
-SELECT plan(23);
+SELECT plan(27);
 
 -- The key: both writers' rows stand ---------------------------------------------------
 
@@ -55,6 +55,14 @@ SELECT is(sqltest.ask_login('app_a', $$SELECT outbox.record_received('orders-svc
   'true', '... and app_a''s real one later is not a duplicate');
 SELECT is(sqltest.ask_login('app_a', $$SELECT outbox.record_received('orders-svc', 'order-43:placed:1', 'app_a')::text$$),
   'false', '... its redelivery is');
+SELECT is(sqltest.try_login('app_a', $$SELECT workflow.start('order-43', 'order', 'Placed')$$), 'ok',
+  'app_a''s workflow order-43 ...');
+SELECT is(sqltest.ask_login('app_a', $$SELECT workflow.record_processed('order-43', 'payment:43:ok', 'app_b')::text$$),
+  'true', '... processes app_b''s payment:43:ok ...');
+SELECT is(sqltest.ask_login('app_a', $$SELECT workflow.record_processed('order-43', 'payment:43:ok', 'app_a')::text$$),
+  'true', '... and app_a''s own later: its processed ids key by sender too ...');
+SELECT is(sqltest.ask_login('app_a', $$SELECT workflow.record_processed('order-43', 'payment:43:ok', 'app_a')::text$$),
+  'false', '... and its redelivery is a duplicate');
 SELECT is(sqltest.try_login('app_a', $$SELECT outbox.record_received('orders-svc', 'x', '')$$),
   '22023: sender must be 1..128 characters without control characters [got 0 characters]', 'the sender is required in the three-argument form');
 SELECT is(sqltest.try_login('app_a', $$SELECT outbox.enqueue('orders', 'h-1', headers => '{"outboxd_writer": "app_a"}')$$),

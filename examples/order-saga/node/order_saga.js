@@ -75,13 +75,13 @@ async function inTransaction(db, handler, ...args) {
 // The process manager: one workflow per order, in workflow.instances
 // ---------------------------------------------------------------------------
 
-async function orderPlaced(db, messageId, order, body) {
+async function orderPlaced(db, messageId, sender, order, body) {
   const started = await value(db,
     `SELECT workflow.start($1, 'order', 'AwaitingPayment', correlation_id => $1,
                            originating_message_id => $2, data => $3::jsonb)`,
     [order, messageId, JSON.stringify({ amount: body.amount, reserved: false })]);
   if (!started) return 'duplicate'; // a redelivered OrderPlaced: the workflow exists
-  await db.query('SELECT workflow.record_processed($1, $2)', [order, messageId]);
+  await db.query('SELECT workflow.record_processed($1, $2, $3)', [order, messageId, sender]);
   const method = body.payment || 'card';
   await emit(db, order, STOCK, `${order}:reserve-stock:1`, 'ReserveStock', { orderId: order, quantity: 1 }, messageId);
   await emit(db, order, PAYMENTS, `${order}:capture-payment:1`, 'CapturePayment',
@@ -95,8 +95,10 @@ async function orderPlaced(db, messageId, order, body) {
 }
 
 // Applies one event to a started workflow; returns the new status, or why nothing changed.
-async function transition(db, subject, messageId, order) {
-  if (!await value(db, 'SELECT workflow.record_processed($1, $2)', [order, messageId])) return 'duplicate';
+async function transition(db, subject, messageId, sender, order) {
+  if (!await value(db, 'SELECT workflow.record_processed($1, $2, $3)', [order, messageId, sender])) {
+    return 'duplicate';
+  }
   const state = (await db.query(
     'SELECT status, version, data, timeout_message_id FROM workflow.instances WHERE id = $1', [order])).rows[0];
   const { status, data } = state;
@@ -136,8 +138,8 @@ async function transition(db, subject, messageId, order) {
 
 function saga(db, message) {
   const body = JSON.parse(message.body);
-  if (message.subject === 'OrderPlaced') return orderPlaced(db, message.id, body.orderId, body);
-  return transition(db, message.subject, message.id, body.orderId);
+  if (message.subject === 'OrderPlaced') return orderPlaced(db, message.id, message.writer, body.orderId, body);
+  return transition(db, message.subject, message.id, message.writer, body.orderId);
 }
 
 // ---------------------------------------------------------------------------

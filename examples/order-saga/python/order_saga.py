@@ -85,13 +85,13 @@ def in_transaction(conn, handler, *args):
 # The process manager: one workflow per order, in workflow.instances
 # ---------------------------------------------------------------------------
 
-def order_placed(cur, message_id, order, body):
+def order_placed(cur, message_id, sender, order, body):
     cur.execute("SELECT workflow.start(%s, 'order', 'AwaitingPayment', correlation_id => %s,"
                 " originating_message_id => %s, data => %s::jsonb)",
                 (order, order, message_id, json.dumps({"amount": body["amount"], "reserved": False})))
     if not cur.fetchone()[0]:
         return "duplicate"  # a redelivered OrderPlaced: the workflow exists
-    cur.execute("SELECT workflow.record_processed(%s, %s)", (order, message_id))
+    cur.execute("SELECT workflow.record_processed(%s, %s, %s)", (order, message_id, sender))
     method = body.get("payment", "card")
     emit(cur, order, STOCK, f"{order}:reserve-stock:1", "ReserveStock", {"orderId": order, "quantity": 1}, message_id)
     emit(cur, order, PAYMENTS, f"{order}:capture-payment:1", "CapturePayment",
@@ -104,9 +104,9 @@ def order_placed(cur, message_id, order, body):
     return "AwaitingPayment"
 
 
-def transition(cur, subject, message_id, order):
+def transition(cur, subject, message_id, sender, order):
     """Applies one event to a started workflow; returns the new status, or why nothing changed."""
-    cur.execute("SELECT workflow.record_processed(%s, %s)", (order, message_id))
+    cur.execute("SELECT workflow.record_processed(%s, %s, %s)", (order, message_id, sender))
     if not cur.fetchone()[0]:
         return "duplicate"
     cur.execute("SELECT status, version, data, timeout_message_id FROM workflow.instances WHERE id = %s", (order,))
@@ -147,8 +147,8 @@ def transition(cur, subject, message_id, order):
 def saga(cur, message):
     body = json.loads(message.body)
     if message.subject == "OrderPlaced":
-        return order_placed(cur, message.id, body["orderId"], body)
-    return transition(cur, message.subject, message.id, body["orderId"])
+        return order_placed(cur, message.id, writer_of(message), body["orderId"], body)
+    return transition(cur, message.subject, message.id, writer_of(message), body["orderId"])
 
 
 # ---------------------------------------------------------------------------
@@ -192,10 +192,13 @@ def payments(cur, message):
     return "PaymentCaptured"
 
 
+def writer_of(message):
+    """The login role that wrote the message: ids are each writer's own, so duplicates are told by both."""
+    return (message.properties or {}).get("outboxd_writer")
+
+
 def received(cur, consumer, message):
-    """Keyed by the sending writer too (the outboxd_writer property): message ids are each writer's own."""
-    cur.execute("SELECT outbox.record_received(%s, %s, %s)",
-                (consumer, message.id, (message.properties or {}).get("outboxd_writer")))
+    cur.execute("SELECT outbox.record_received(%s, %s, %s)", (consumer, message.id, writer_of(message)))
     return cur.fetchone()[0]
 
 
