@@ -28,6 +28,25 @@ std::string plan(Connection& connection, const std::string& statement) {
   return text;
 }
 
+// The purges delete inside functions that run as the owner (028_dispatcher_locks.sql): their DELETE,
+// taken from the function's source with older_than and batch_size as $1 and $2, prepared on `owner`
+// as `name`, is the statement PL/pgSQL plans, with custom plans first and a generic one later.
+void prepare_function_delete(Connection& owner, const std::string& function, const std::string& name) {
+  const Rows source = must(owner, "SELECT prosrc FROM pg_proc WHERE oid = '" + function + "'::regprocedure");
+  const std::string body(source.text(0, 0));
+  const auto start = body.find("DELETE");
+  REQUIRE(start != std::string::npos);
+  std::string statement = body.substr(start, body.find(';', start) - start);
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"older_than", "$1"}, {"batch_size", "$2"}}) {
+    const auto at = statement.find(from);
+    REQUIRE(at != std::string::npos);
+    statement.replace(at, from.size(), to);
+  }
+  // The function's pinned search_path, kept: a prepared statement is planned again under a new one.
+  must(owner, "SET search_path = outbox, pg_catalog, pg_temp");
+  must(owner, "PREPARE " + name + "(interval, int) AS " + statement);
+}
+
 }  // namespace
 
 TEST_CASE("inserts wake the listener only while the instance is idle", "[pg][store]") {
@@ -112,10 +131,13 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   // The earliest backoff end: either partial index of failed rows serves (both are small); never the table.
   CHECK_THAT(next_due, Catch::Contains("messages_blocked_idx") || Catch::Contains("messages_retrying_idx"));
   CHECK_THAT(next_due, !Catch::Contains("Seq Scan on messages"));
-  const std::string purge = plan(daemon, "EXECUTE \"outboxd.outbox.purge\"(3600000, 1000)");
+  must(connection, "SET plan_cache_mode = " + mode);
+  prepare_function_delete(connection, "outbox.purge_dispatched(interval, int)", "purge_body");
+  prepare_function_delete(connection, "outbox.purge_cancelled(interval, int)", "purge_cancelled_body");
+  const std::string purge = plan(connection, "EXECUTE purge_body('1 hour', 1000)");
   INFO(purge);
   CHECK_THAT(purge, Catch::Contains("messages_dispatched_idx"));
-  const std::string cancelled = plan(daemon, "EXECUTE \"outboxd.outbox.purge_cancelled\"(3600000, 1000)");
+  const std::string cancelled = plan(connection, "EXECUTE purge_cancelled_body('1 hour', 1000)");
   INFO(cancelled);
   CHECK_THAT(cancelled, Catch::Contains("messages_cancelled_idx"));
   const std::string mark = plan(daemon, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
