@@ -46,6 +46,7 @@ std::string connection_reason(const proton::error_condition& condition, const ch
 
 void ConnectionHandler::on_connection_open(proton::connection& connection) {
   guarded("on_connection_open", [&] {
+    if (probe_.owns(connection)) return probe_.on_open(now());
     if (!is_current(connection) || state_ != State::connecting) return;
     state_ = State::up;
     rotation_.connected(now());
@@ -55,18 +56,25 @@ void ConnectionHandler::on_connection_open(proton::connection& connection) {
 }
 
 void ConnectionHandler::on_sendable(proton::sender& sender) {
-  guarded("on_sendable", [&] { links_.on_sendable(sender, now()); });
+  guarded("on_sendable", [&] {
+    if (LinkSet* links = links_of(sender.connection())) links->on_sendable(sender, now());
+  });
 }
 
 void ConnectionHandler::on_tracker_accept(proton::tracker& tracker) {
-  guarded("on_tracker_accept", [&] { links_.settle(tracker.tag(), DeliveryOutcome::accepted, {}, now()); });
+  guarded("on_tracker_accept", [&] {
+    if (LinkSet* links = links_of(tracker.connection())) {
+      links->settle(tracker.tag(), DeliveryOutcome::accepted, {}, now());
+    }
+  });
 }
 
 void ConnectionHandler::on_tracker_reject(proton::tracker& tracker) {
   guarded("on_tracker_reject", [&] {
     std::string reason = remote_condition(tracker);
     if (reason.empty()) reason = "rejected by broker";
-    links_.settle(tracker.tag(), DeliveryOutcome::rejected, std::move(reason), now());
+    LinkSet* links = links_of(tracker.connection());
+    if (links) links->settle(tracker.tag(), DeliveryOutcome::rejected, std::move(reason), now());
   });
 }
 
@@ -85,7 +93,9 @@ void ConnectionHandler::on_tracker_release(proton::tracker& tracker) {
         reason += " (undeliverable-here)";
       }
     }
-    links_.settle(tracker.tag(), DeliveryOutcome::released, std::move(reason), now());
+    if (LinkSet* links = links_of(tracker.connection())) {
+      links->settle(tracker.tag(), DeliveryOutcome::released, std::move(reason), now());
+    }
   });
 }
 
@@ -94,14 +104,15 @@ void ConnectionHandler::on_tracker_release(proton::tracker& tracker) {
 // For a delivery that already had its outcome this is a no-op.
 void ConnectionHandler::on_tracker_settle(proton::tracker& tracker) {
   guarded("on_tracker_settle", [&] {
-    links_.settle(tracker.tag(), DeliveryOutcome::unknown, "settled by the broker without an outcome", now());
+    if (LinkSet* links = links_of(tracker.connection())) {
+      links->settle(tracker.tag(), DeliveryOutcome::unknown, "settled by the broker without an outcome", now());
+    }
   });
 }
 
 void ConnectionHandler::on_sender_open(proton::sender& sender) {
   guarded("on_sender_open", [&] {
-    if (!is_current(sender.connection())) return;
-    links_.on_open(sender, now());
+    if (LinkSet* links = links_of(sender.connection())) links->on_open(sender, now());
   });
 }
 
@@ -110,20 +121,22 @@ void ConnectionHandler::on_sender_error(proton::sender&) {}
 
 void ConnectionHandler::on_sender_close(proton::sender& sender) {
   guarded("on_sender_close", [&] {
-    if (!is_current(sender.connection())) return;
+    LinkSet* links = links_of(sender.connection());
+    if (!links) return;
     const auto condition = sender.error();
-    links_.link_closed(sender, or_default(condition, "closed by the broker"), refuses_destination(condition.name()));
-    links_.resume(connection_, now());
+    links->link_closed(sender, or_default(condition, "closed by the broker"), refuses_destination(condition.name()));
+    links->resume(attach_on(*links), now());
     arm_timer();
   });
 }
 
 void ConnectionHandler::on_sender_detach(proton::sender& sender) {
   guarded("on_sender_detach", [&] {
-    if (!is_current(sender.connection())) return;
+    LinkSet* links = links_of(sender.connection());
+    if (!links) return;
     const auto condition = sender.error();
-    links_.link_closed(sender, or_default(condition, "detached by the broker"), refuses_destination(condition.name()));
-    links_.resume(connection_, now());
+    links->link_closed(sender, or_default(condition, "detached by the broker"), refuses_destination(condition.name()));
+    links->resume(attach_on(*links), now());
     arm_timer();
   });
 }
@@ -131,11 +144,12 @@ void ConnectionHandler::on_sender_detach(proton::sender& sender) {
 // Every link has an AMQP session of its own: the AMQP session's end is its link's end.
 void ConnectionHandler::on_session_close(proton::session& session) {
   guarded("on_session_close", [&] {
-    if (!is_current(session.connection()) || state_ == State::stopping) return;
+    LinkSet* links = links_of(session.connection());
+    if (!links || state_ == State::stopping) return;
     const auto condition = session.error();
-    links_.session_closed(session, "AMQP session ended: " + or_default(condition, "no reason given"),
+    links->session_closed(session, "AMQP session ended: " + or_default(condition, "no reason given"),
                           refuses_destination(condition.name()));
-    links_.resume(connection_, now());
+    links->resume(attach_on(*links), now());
     arm_timer();
   });
 }
@@ -144,6 +158,10 @@ void ConnectionHandler::on_session_error(proton::session&) {}  // on_session_clo
 
 void ConnectionHandler::on_connection_close(proton::connection& connection) {
   guarded("on_connection_close", [&] {
+    if (probe_.owns(connection)) {
+      probe_.lost("closed by the broker: " + connection_reason(connection.error(), "no reason given"), now());
+      return arm_timer();
+    }
     if (!is_current(connection)) return;
     if (state_ == State::stopping) return stop_container();
     connection_lost("connection closed by the broker: " + connection_reason(connection.error(), "no reason given"), false);
@@ -154,6 +172,10 @@ void ConnectionHandler::on_connection_error(proton::connection&) {}  // on_conne
 
 void ConnectionHandler::on_transport_error(proton::transport& transport) {
   guarded("on_transport_error", [&] {
+    if (probe_.owns(transport.connection())) {
+      probe_.lost(connection_reason(transport.error(), "connection lost"), now());
+      return arm_timer();
+    }
     if (!is_current(transport.connection())) return;
     if (state_ == State::stopping) return stop_container();
     connection_lost(connection_reason(transport.error(), "connection lost"), false);
@@ -162,6 +184,10 @@ void ConnectionHandler::on_transport_error(proton::transport& transport) {
 
 void ConnectionHandler::on_transport_close(proton::transport& transport) {
   guarded("on_transport_close", [&] {
+    if (probe_.owns(transport.connection())) {
+      probe_.lost("connection lost", now());
+      return arm_timer();
+    }
     if (!is_current(transport.connection())) return;
     if (state_ == State::stopping) return stop_container();
     connection_lost("connection lost", false);

@@ -36,7 +36,8 @@ ConnectionHandler::ConnectionHandler(const config::BrokerConfig& broker, Connect
       random_(random),
       // Up for reconnect_max: the connection was stable, its loss starts the count afresh.
       rotation_(settings_.nodes.size(), {broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}, broker.reconnect_max),
-      links_(sink),
+      links_(sink, suspects_, "outboxd:"),
+      probe_(sink, suspects_, {broker.reconnect_min, broker.reconnect_max, 2.0, 0.2}, random),
       encoder_(broker.cloudevents) {}
 
 void ConnectionHandler::guarded(const char* where, const std::function<void()>& step) {
@@ -70,21 +71,44 @@ void ConnectionHandler::on_container_start(proton::container& container) {
 // The password file is read at every attempt, so a rotated password is used
 // from the next connection on. An unreadable file fails the attempt like a
 // refused connection (the reason names the file, never its contents).
-void ConnectionHandler::connect() {
-  state_ = State::connecting;
-  attempt_started_ = now();
+std::optional<proton::connection_options> ConnectionHandler::options_now(std::string& error) const {
   proton::connection_options options = options_;
   if (!broker_.password_file.empty()) {
     auto password = config::read_secret_file(broker_.password_file, broker_.password_file);
-    if (!password) return connection_lost("broker.password_file: " + password.error().message, false);
+    if (!password) {
+      error = "broker.password_file: " + password.error().message;
+      return std::nullopt;
+    }
     options.password(password.value());
   }
-  connection_ = container_->connect(node().url, options);
+  return options;
+}
+
+void ConnectionHandler::connect() {
+  state_ = State::connecting;
+  attempt_started_ = now();
+  std::string error;
+  auto options = options_now(error);
+  if (!options) return connection_lost(error, false);
+  connection_ = container_->connect(node().url, *options);
   arm_timer();
+}
+
+// The probe goes to the node the main connection is on (or tries next).
+proton::connection ConnectionHandler::dial_probe() {
+  std::string error;
+  auto options = options_now(error);
+  if (!options || !container_) return proton::connection();
+  return container_->connect(node().url, *options);
 }
 
 bool ConnectionHandler::is_current(const proton::connection& connection) const {
   return connection_ && connection == connection_;
+}
+
+LinkSet* ConnectionHandler::links_of(const proton::connection& connection) {
+  if (probe_.owns(connection)) return &probe_.links();
+  return is_current(connection) ? &links_ : nullptr;
 }
 
 void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch, SteadyTime send_before) {
@@ -94,6 +118,7 @@ void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch, Ste
   guarded("publish", [this] {
     arm_timer();
     flush();
+    probe_.flush();
   });
 }
 
@@ -116,8 +141,11 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
     return answer(DeliveryOutcome::connection_lost, "not connected to the broker: " + last_error_);
   }
   // The clock is read per row: the thread may have stalled anywhere in the batch.
-  links_.queue_delivery(connection_, row.destination, target,
-                        {row.id, std::move(message).value(), now(), send_before});
+  LinkSet::Pending pending{row.id, std::move(message).value(), now(), send_before};
+  if (suspects_.on_probe(row.destination, row.id)) {
+    return probe_.queue_delivery([this] { return dial_probe(); }, row.destination, target, std::move(pending));
+  }
+  links_.queue_delivery(connection_, row.destination, target, std::move(pending));
 }
 
 void ConnectionHandler::connection_lost(const std::string& reason, bool close_it) {
@@ -149,6 +177,7 @@ void ConnectionHandler::begin_shutdown() {
     state_ = State::stopping;
     if (was_up) sink_.on_connection(false, node().name, "publisher stopping");
     links_.fail_all("publisher stopping");
+    probe_.shutdown("publisher stopping", true);
     if (!connection_) return stop_container();
     connection_.close();  // graceful: the broker answers, then the transport closes
     flush();
@@ -173,12 +202,29 @@ void ConnectionHandler::after_run(const std::string& reason) {
   connected_ = false;
   if (state_ == State::up) sink_.on_connection(false, node().name, reason);
   links_.fail_all(reason);
+  probe_.shutdown(reason, false);  // the container is gone: nothing to close
   container_ = nullptr;
   timer_armed_ = false;
   state_ = State::idle;
 }
 
 std::optional<ConnectionHandler::SteadyTime> ConnectionHandler::next_deadline() const {
+  const auto timeout = broker_.outcome_timeout;
+  auto next = main_deadline();
+  if (probe_runs()) {
+    if (auto probe = probe_.next_deadline(timeout, broker_.link_idle_close); probe && (!next || *probe < *next)) {
+      next = probe;
+    }
+  }
+  return next;
+}
+
+// The probe runs beside the main connection until the publisher stops.
+bool ConnectionHandler::probe_runs() const {
+  return state_ == State::connecting || state_ == State::up || state_ == State::waiting;
+}
+
+std::optional<ConnectionHandler::SteadyTime> ConnectionHandler::main_deadline() const {
   const auto timeout = broker_.outcome_timeout;
   switch (state_) {
     case State::connecting:
@@ -222,6 +268,9 @@ void ConnectionHandler::arm_timer() {
 void ConnectionHandler::on_timer() {
   const auto at = now();
   const auto timeout = broker_.outcome_timeout;
+  if (probe_runs() && probe_.on_timer([this] { return dial_probe(); }, at, timeout, broker_.link_idle_close)) {
+    probe_.flush();
+  }
   switch (state_) {
     case State::waiting:
       if (at >= reconnect_at_) connect();

@@ -43,7 +43,7 @@ proton::sender_options sender_options_for(const std::string& name, const Target&
 
 LinkSet::Link& LinkSet::add_link(const std::string& destination, const Target& target, SteadyTime now) {
   Link link;
-  link.name = "outboxd:" + destination + ":" + std::to_string(++links_opened_);
+  link.name = name_prefix_ + destination + ":" + std::to_string(++links_opened_);
   link.address = target.address;
   link.target = target;
   link.last_used = now;
@@ -88,7 +88,7 @@ void LinkSet::queue_delivery(proton::connection& connection, const std::string& 
   }
   auto found = links_.find(destination);
   Link* link = found != links_.end() ? &found->second : &add_link(destination, target, now);
-  if (!link->attached && may_attach(destination)) {
+  if (!link->attached && connection && may_attach(destination)) {
     try {
       attach(connection, *link);
     } catch (const std::exception& e) {
@@ -115,6 +115,7 @@ void LinkSet::on_open(const proton::sender& sender, SteadyTime now) {
 
 // Attaches the links waiting that may be attached now, and sends what may be sent.
 void LinkSet::resume(proton::connection& connection, SteadyTime now) {
+  if (!connection) return;
   for (auto& [destination, link] : links_) {
     if (!link.attached && may_attach(destination)) attach(connection, link);
   }

@@ -35,7 +35,8 @@ namespace outboxd::amqp {
 //             outcome_timeout); or the publisher is not connected or is
 //             stopping. An attempt for no row: read it again and publish it.
 //             A destination or row that keeps ending the connection is
-//             found (dispatch::ConnectionSuspects) and answered unsendable.
+//             found (dispatch::ConnectionSuspects, tried on a second, probe
+//             connection beside the main one) and answered unsendable.
 //   unsendable also: the profile's broker cannot carry its address (rabbitmq
 //             and an address beyond Latin-1).
 //   not_sent  its send_before had passed when it was about to be sent; it

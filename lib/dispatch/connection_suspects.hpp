@@ -19,11 +19,15 @@ namespace outboxd::dispatch {
 // would park innocent rows and keep the connection resetting.
 //
 // The publisher tells this class what was going on when a connection ended,
-// and asks it before each link attach and each send:
+// and asks it where each row goes and before each link attach and each send:
 //  - The links being attached are suspects; if none was, the rows in flight are.
-//  - A suspect goes alone: its attach starts only while no other attach is
-//    under way and none other starts until it opened; a suspect row is sent
-//    only while no other suspect row is in flight and no attach is under way.
+//  - A suspect is tried on a probe connection of its own (`on_probe`): the
+//    main connection never attaches a suspect destination nor sends a suspect
+//    row, so what it carries flows while the suspects are tried.
+//  - On the probe a suspect goes alone: its attach starts only while no other
+//    attach is under way and none other starts until it opened; a suspect row
+//    is sent only while no other suspect row is in flight and no attach is
+//    under way.
 //  - A suspect that was alone when the connection ended takes the blame. One
 //    blamed kMaxBlame times is convicted: its rows are answered unsendable
 //    (and so parked) with the broker's words, and a convicted destination is
@@ -45,6 +49,9 @@ class ConnectionSuspects {
   void on_link_open(const std::string& destination);
   // The row was settled by the broker (any outcome): it was not the cause.
   void on_settled(core::RowId id);
+
+  // The row goes to the probe connection: its destination or the row itself is a suspect.
+  bool on_probe(const std::string& destination, core::RowId id) const { return suspect(destination) || suspect(id); }
 
   bool suspect(const std::string& destination) const { return destinations_.contains(destination); }
   bool suspect(core::RowId id) const { return rows_.contains(id); }

@@ -15,11 +15,13 @@
 
 #include "amqp/connection_settings.hpp"
 #include "amqp/detail/link_set.hpp"
+#include "amqp/detail/probe_connection.hpp"
 #include "amqp/message_mapping.hpp"
 #include "amqp/outcome.hpp"
 #include "config/config.hpp"
 #include "core/clock.hpp"
 #include "core/outbox_message.hpp"
+#include "dispatch/connection_suspects.hpp"
 #include "dispatch/node_rotation.hpp"
 
 namespace outboxd::amqp {
@@ -30,6 +32,11 @@ namespace outboxd::amqp {
 // by the next messages. Which node it connects to, and after what wait, is
 // dispatch::NodeRotation's plan (the nodes of broker.urls in order, the
 // backoff once per round).
+//
+// The suspects of a lost connection (dispatch::ConnectionSuspects) are tried
+// on a ProbeConnection to the same node: the main connection is never handed
+// a row that on_probe() names, so a destination or row that ends connections
+// ends only the probe's, and the probe's losses never delay the main one.
 //
 // Batches, timers and shutdown run as container-level work, outside any
 // connection's event batch: the proactor writes a connection's pending frames
@@ -91,6 +98,13 @@ class ConnectionHandler final : public proton::messaging_handler {
   void connect();
   void accept_one(core::OutboxMessage& row, SteadyTime send_before);
   bool is_current(const proton::connection& connection) const;
+  // The link set of `connection` (the main's or the probe's), or none for a connection gone.
+  LinkSet* links_of(const proton::connection& connection);
+  // The connection options for the next attempt (with the password read now), or why there are none.
+  std::optional<proton::connection_options> options_now(std::string& error) const;
+  proton::connection dial_probe();
+  // The connection `links` attaches on (the probe's: only once it opened).
+  proton::connection& attach_on(const LinkSet& links) { return &links == &links_ ? connection_ : probe_.usable(); }
   const BrokerNode& node() const { return settings_.nodes[rotation_.current()]; }
   // Ends the current connection (closing it with `reason` if it is still
   // open), answers every message it still has with `unknown`, then reconnects
@@ -101,6 +115,8 @@ class ConnectionHandler final : public proton::messaging_handler {
   void arm_timer();
   void on_timer();
   std::optional<SteadyTime> next_deadline() const;
+  std::optional<SteadyTime> main_deadline() const;
+  bool probe_runs() const;
 
   const config::BrokerConfig broker_;
   const ConnectionSettings settings_;
@@ -110,7 +126,9 @@ class ConnectionHandler final : public proton::messaging_handler {
   const core::Clock& clock_;
   core::RandomSource& random_;  // reconnect jitter
   dispatch::NodeRotation rotation_;  // which node of settings_.nodes, and when
-  LinkSet links_;
+  dispatch::ConnectionSuspects suspects_;  // shared by the main and the probe link sets
+  LinkSet links_;  // the main connection's
+  ProbeConnection probe_;
   MessageEncoder encoder_;
 
   proton::container* container_ = nullptr;

@@ -33,6 +33,10 @@ namespace outboxd::amqp {
 // When a connection ends, dispatch::ConnectionSuspects learns which attaches
 // and deliveries were under way; a suspect link waits to be attached alone and
 // a suspect row to be sent alone, and a convicted one is answered unsendable.
+// The publisher has two: the main connection's, which is never handed a
+// suspect, and the probe connection's (ProbeConnection), which tries them.
+// A link set handed no connection yet (an empty one) queues and attaches later,
+// in resume().
 class LinkSet {
  public:
   using SteadyTime = core::SteadyTime;
@@ -46,7 +50,9 @@ class LinkSet {
     SteadyTime send_before;  // fencing deadline: past it, the row is answered not_sent
   };
 
-  explicit LinkSet(OutcomeSink& sink) : sink_(sink) {}
+  // `suspects` is shared by the link sets of the publisher; link names start with `name_prefix`.
+  LinkSet(OutcomeSink& sink, dispatch::ConnectionSuspects& suspects, std::string name_prefix)
+      : sink_(sink), suspects_(suspects), name_prefix_(std::move(name_prefix)) {}
 
   // Queues a message for `destination`, opening its link on `connection` when
   // there is none, and sends what the link's credit allows (`queued_at` is now).
@@ -133,7 +139,8 @@ class LinkSet {
   std::map<std::uint64_t, InFlight> in_flight_;                     // by tag, so oldest first
   std::uint64_t last_tag_ = 0;
   std::uint64_t links_opened_ = 0;
-  dispatch::ConnectionSuspects suspects_;  // across connections
+  dispatch::ConnectionSuspects& suspects_;  // across connections and link sets
+  const std::string name_prefix_;
   std::size_t suspects_in_flight_ = 0;
 };
 

@@ -74,3 +74,25 @@ TEST_CASE("suspect rows that never come back are dropped past the bound, the bla
   CHECK_FALSE(s.suspect(100));
   CHECK(s.suspects() == 1);
 }
+
+TEST_CASE("suspects go to the probe connection and come back to the main one once cleared", "[dispatch][suspects]") {
+  ConnectionSuspects s;
+  CHECK_FALSE(s.on_probe("orders", 1));
+  // The main connection ended while two links were being attached: both go to the probe.
+  s.on_connection_lost({"orders", "заказы"}, {1, 2}, "connection aborted");
+  CHECK(s.on_probe("orders", 1));
+  CHECK(s.on_probe("заказы", 3));
+  CHECK_FALSE(s.on_probe("invoices", 1));  // the rows in flight beside them stay on the main connection
+  s.on_link_open("orders");                // opened on the probe: back to the main connection
+  CHECK_FALSE(s.on_probe("orders", 1));
+  // The main connection ended with rows in flight and no attach: those rows go to the probe, alone.
+  s.on_connection_lost({}, {5, 6}, "killed");
+  CHECK(s.on_probe("invoices", 5));
+  CHECK_FALSE(s.on_probe("invoices", 7));
+  s.on_settled(5);
+  CHECK_FALSE(s.on_probe("invoices", 5));
+  // The probe ended while заказы was attached alone on it: blamed, and still tried on the probe.
+  s.on_connection_lost({"заказы"}, {}, "connection aborted");
+  CHECK(s.on_probe("заказы", 8));
+  CHECK_FALSE(s.conviction("заказы"));
+}

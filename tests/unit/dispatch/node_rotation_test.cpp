@@ -97,3 +97,20 @@ TEST_CASE("NodeRotation keeps the capped wait in an outage of any length", "[dis
   for (int i = 0; i < 3; ++i) longest = std::max(longest, fail(rotation, clock, random).wait);
   CHECK(longest == 1s);
 }
+
+TEST_CASE("NodeRotation stable at once (the probe connection's) backs off only while connections never open",
+          "[dispatch][rotation]") {
+  ManualClock clock;
+  FixedRandom random(0.5);
+  NodeRotation rotation(1, kPolicy, Duration::zero());
+  // Refused: the wait doubles.
+  CHECK(fail(rotation, clock, random) == Step{0, 100ms});
+  CHECK(fail(rotation, clock, random) == Step{0, 200ms});
+  // Opened, then ended over a suspect: that is the probe's job, and the count starts afresh each time.
+  for (int i = 0; i < 3; ++i) {
+    rotation.connected(clock.now());
+    clock.advance(3s);
+    CHECK(fail(rotation, clock, random) == Step{0, 100ms});
+  }
+  CHECK(fail(rotation, clock, random) == Step{0, 200ms});  // refused again
+}
