@@ -4,7 +4,7 @@ SELECT sqltest.writer_login('app_b');
 
 BEGIN;
 SET search_path = public;
-SELECT plan(27);
+SELECT plan(28);
 
 -- The key: both writers' rows stand ---------------------------------------------------
 
@@ -36,9 +36,12 @@ SELECT is(sqltest.try_login('app_b', $$SELECT outbox.enqueue('orders', 'order-46
                                        SELECT outbox.enqueue('orders', 'order-46', 'y')$$),
   '23505: message_id "order-46" already exists with different content',
   '... exactly as for an id app_a never used');
-SELECT is(sqltest.ask_login('app_a', $$SELECT outbox.enqueue('orders', 'order-43:placed:1', 'a''s real event')::text$$),
-  (SELECT id::text FROM outbox.messages WHERE message_id = 'order-43:placed:1' AND writer = 'app_a'),
-  'enqueue() stays idempotent for app_a: the same content returns its row');
+SELECT is(sqltest.ask_login('app_a', $$SELECT outbox.enqueue('orders', 'order-44:placed:1', 'a''s real event')::text$$),
+  (SELECT id::text FROM outbox.messages WHERE message_id = 'order-44:placed:1' AND writer = 'app_a'),
+  'enqueue() stays idempotent for app_a where app_b wrote the id first: the same content returns app_a''s row');
+SELECT is(sqltest.ask_login('app_b', $$SELECT outbox.enqueue('orders', 'order-44:placed:1', 'b first')::text$$),
+  (SELECT id::text FROM outbox.messages WHERE message_id = 'order-44:placed:1' AND writer = 'app_b'),
+  '... and for app_b: each compares its own row, whichever comes first');
 SELECT is(sqltest.try_login('app_a', $$SELECT outbox.enqueue('orders', 'timeout-1', due_at => now() + interval '1 hour')$$),
   'ok', 'both writers schedule timeout-1 ...');
 SELECT is(sqltest.ask_login('app_b', $$SELECT (outbox.enqueue('orders', 'timeout-1', due_at => now() + interval '1 hour')
