@@ -12,11 +12,6 @@ core::Error in_context(const char* context, const core::Error& error) {
   return {error.kind, std::string(context) + ": " + error.message};
 }
 
-std::optional<std::string> unless_empty(const std::string& value) {
-  if (value.empty()) return std::nullopt;
-  return value;
-}
-
 std::optional<std::string> array_unless_empty(const std::vector<std::string>& values) {
   if (values.empty()) return std::nullopt;
   return text_array_literal(values);

@@ -81,11 +81,6 @@ std::string from_hex(std::string_view hex) {
   return bytes;
 }
 
-std::optional<std::string> unless_empty(const std::string& value) {
-  if (value.empty()) return std::nullopt;
-  return value;
-}
-
 core::Error in_context(const char* context, const core::Error& error) {
   return {error.kind, std::string(context) + ": " + error.message};
 }

@@ -67,10 +67,6 @@ core::Status OutboxStore::notify() {
 // dispatcher may not set due_at itself. Empty names match nothing.
 core::Result<FireReport> OutboxStore::fire(std::string_view message_id, std::string_view session_id,
                                            std::string_view os_user, std::string_view writer) {
-  const auto unless_empty = [](std::string_view text) -> std::optional<std::string> {
-    if (text.empty()) return std::nullopt;
-    return std::string(text);
-  };
   auto fired = connection_.exec_params("SELECT count(*), session_user::text, now()::text FROM " +
                                            quote_ident(schema_) + ".fire_scheduled($1, $2, $3, $4)",
                                        {std::string(message_id), std::string(session_id), unless_empty(os_user),

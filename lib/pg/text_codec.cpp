@@ -86,4 +86,9 @@ std::string one_line(std::string_view text) {
   return out;
 }
 
+std::optional<std::string> unless_empty(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  return std::string(text);
+}
+
 }  // namespace outboxd::pg

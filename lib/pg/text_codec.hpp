@@ -14,6 +14,9 @@ namespace outboxd::pg {
 // Always quotes, so the name keeps its case exactly as configured.
 std::string quote_ident(std::string_view name);
 
+// A bound parameter that is NULL when the text is empty: an optional filter not given.
+std::optional<std::string> unless_empty(std::string_view text);
+
 // Array literals for $n::int[] / $n::bigint[] parameters: {1,2,3}.
 std::string int_array_literal(std::span<const int> values);
 std::string int_array_literal(std::span<const std::int64_t> values);
