@@ -199,6 +199,36 @@ struct ConsoleConfig {
   bool operator==(const ConsoleConfig&) const = default;
 };
 
+// One outbox of many: an item of `outboxes:` or a row of the catalog's query.
+// Its sections are the top-level database: and outbox: with its own keys over them.
+struct OutboxEntry {
+  std::string name;               // [A-Za-z0-9_.-], 1..63 characters, unique: logs, metrics, status, message stamps
+  DatabaseConfig database;
+  OutboxConfig outbox;
+
+  bool operator==(const OutboxEntry&) const = default;
+};
+
+// Where more outboxes are found: a query against a catalog database.
+struct CatalogConfig {
+  DatabaseConfig database;        // the top-level database: with tenants.catalog.database's keys over it
+  std::string query;              // columns name, url (NULL: database.url), schema (NULL: outbox.schema); empty: none
+  milliseconds refresh_interval{60000};
+
+  bool operator==(const CatalogConfig&) const = default;
+};
+
+// How one daemon serves many outboxes: its connection budget, when an idle
+// outbox gives its connection back and how often one no listener hears is checked.
+struct TenantsConfig {
+  int max_connections = 16;       // PostgreSQL connections across every outbox, listeners and checks included
+  milliseconds idle_check_interval{5000};  // an idle outbox no LISTEN hears is checked this often
+  milliseconds release_after{10000};       // an outbox with nothing to do gives its connection back after this
+  CatalogConfig catalog;
+
+  bool operator==(const TenantsConfig&) const = default;
+};
+
 struct Config {
   std::string source;             // file the config came from
   DatabaseConfig database;
@@ -210,6 +240,11 @@ struct Config {
   LogConfig log;
   HttpConfig http;
   ConsoleConfig console;
+  std::vector<OutboxEntry> outboxes;  // empty: the one outbox of database: and outbox:
+  TenantsConfig tenants;
+
+  // Whether the daemon serves outboxes of a list or a catalog instead of the one of database: and outbox:.
+  bool many_outboxes() const { return !outboxes.empty() || !tenants.catalog.query.empty(); }
 
   bool operator==(const Config&) const = default;
 };
