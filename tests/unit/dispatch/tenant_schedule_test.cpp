@@ -1,0 +1,207 @@
+// TenantSchedule: dormant outboxes cost a check now and then, wanted ones get workers oldest first, long ones yield.
+#include <catch2/catch.hpp>
+
+#include "dispatch/tenant_schedule.hpp"
+
+using namespace std::chrono_literals;
+using outboxd::core::ManualClock;
+using outboxd::dispatch::TenantPolicy;
+using outboxd::dispatch::TenantSchedule;
+using State = TenantSchedule::State;
+
+namespace {
+
+struct HalfRandom final : outboxd::core::RandomSource {
+  double uniform() override { return 0.5; }  // no jitter
+};
+
+TenantPolicy policy(std::size_t workers) {
+  TenantPolicy p;
+  p.workers = workers;
+  p.idle_check = 5s;
+  p.listened_check = 30s;
+  p.slice = 2s;
+  return p;
+}
+
+const TenantSchedule::Baseline kEmpty{"r:0:0 s:0:0 p:0:0", false, std::nullopt};
+const TenantSchedule::Baseline kBlocked{"r:1:7 s:0:0 p:1:6", true, std::nullopt};
+
+struct Fixture {
+  ManualClock clock;
+  HalfRandom random;
+  TenantSchedule schedule{policy(2), clock, random};
+
+  // Adds outboxes 0..n-1 in one database and checks them all with `baseline`.
+  void dormant(std::size_t n, const TenantSchedule::Baseline& baseline = kEmpty) {
+    for (std::size_t id = 0; id < n; ++id) schedule.add(id, 0);
+    const auto plan = schedule.plan(1);
+    REQUIRE(plan.checks.size() == 1);
+    for (const auto id : plan.checks[0]) schedule.on_checked(id, baseline);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("A new outbox is checked first, all outboxes of one database in one job", "[dispatch][tenants]") {
+  Fixture f;
+  f.schedule.add(0, 0);
+  f.schedule.add(1, 0);
+  f.schedule.add(2, 1);
+  const auto plan = f.schedule.plan(1);
+  REQUIRE(plan.checks.size() == 1);
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0, 1});
+  CHECK(f.schedule.contended());  // database 1's check found no worker
+  CHECK(f.schedule.state(2) == State::unchecked);
+  CHECK(f.schedule.plan(1).checks.size() == 1);
+}
+
+TEST_CASE("A first check wakes an outbox with waiting rows only", "[dispatch][tenants]") {
+  Fixture f;
+  f.schedule.add(0, 0);
+  f.schedule.add(1, 0);
+  const auto plan = f.schedule.plan(2);
+  f.schedule.on_checked(0, kEmpty);
+  f.schedule.on_checked(1, kBlocked);
+  CHECK(f.schedule.state(0) == State::dormant);
+  CHECK(f.schedule.state(1) == State::wanted);
+  CHECK(f.schedule.plan(2).serve == std::vector<TenantSchedule::Id>{1});
+}
+
+TEST_CASE("A dormant outbox is checked every idle_check, or every listened_check where a listener hears it",
+          "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(2);
+  f.schedule.set_listened(1, true);  // checked at once: registered for NOTIFY
+  auto plan = f.schedule.plan(2);
+  REQUIRE(plan.checks.size() == 1);
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{1});
+  f.schedule.on_checked(1, kEmpty);
+  f.clock.advance(4999ms);
+  CHECK(f.schedule.plan(2).checks.empty());
+  f.clock.advance(1ms);
+  plan = f.schedule.plan(2);
+  REQUIRE(plan.checks.size() == 1);
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0});
+  f.schedule.on_checked(0, kEmpty);
+  f.clock.advance(25s);
+  plan = f.schedule.plan(2);
+  REQUIRE(plan.checks.size() == 1);
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0, 1});  // 30 s after its check
+}
+
+TEST_CASE("An unchanged signature keeps a blocked outbox asleep; any change wakes it", "[dispatch][tenants]") {
+  Fixture f;
+  f.schedule.add(0, 0);
+  f.schedule.plan(1);
+  f.schedule.on_checked(0, kBlocked);
+  REQUIRE(f.schedule.plan(1).serve.size() == 1);
+  f.schedule.on_released(0, kBlocked);  // served: nothing claimable
+  CHECK(f.schedule.state(0) == State::dormant);
+  f.clock.advance(5s);
+  f.schedule.plan(1);
+  f.schedule.on_checked(0, kBlocked);
+  CHECK(f.schedule.state(0) == State::dormant);
+  f.clock.advance(5s);
+  f.schedule.plan(1);
+  f.schedule.on_checked(0, {"r:2:15 s:0:0 p:1:6", true, std::nullopt});
+  CHECK(f.schedule.state(0) == State::wanted);
+}
+
+TEST_CASE("A dormant outbox wakes at its next due time without a check", "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(1, {"r:0:0 s:0:0 p:0:0", false, 60'000ms});
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 5s);
+  f.clock.advance(60s);
+  const auto plan = f.schedule.plan(1);
+  CHECK(plan.serve == std::vector<TenantSchedule::Id>{0});
+  CHECK(plan.checks.empty());
+}
+
+TEST_CASE("NOTIFY wakes a dormant outbox, and one that began to release, once released", "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(2);
+  f.schedule.on_notified(0);
+  CHECK(f.schedule.state(0) == State::wanted);
+  REQUIRE(f.schedule.plan(2).serve == std::vector<TenantSchedule::Id>{0});
+  f.schedule.on_notified(0);  // its run loop hears this one itself
+  f.schedule.on_released(0, kEmpty);
+  CHECK(f.schedule.state(0) == State::dormant);
+  f.schedule.on_notified(0);
+  REQUIRE(f.schedule.plan(2).serve == std::vector<TenantSchedule::Id>{0});
+  f.schedule.on_releasing(0);
+  f.schedule.on_notified(0);  // after its last claim
+  f.schedule.on_released(0, kEmpty);
+  CHECK(f.schedule.state(0) == State::wanted);
+}
+
+TEST_CASE("Wanted outboxes get workers oldest first; past a slice the longest served yields to one waiting",
+          "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(4);
+  for (TenantSchedule::Id id = 0; id < 4; ++id) {
+    f.schedule.on_notified(id);
+    f.clock.advance(1ms);
+  }
+  auto plan = f.schedule.plan(2);
+  CHECK(plan.serve == std::vector<TenantSchedule::Id>{0, 1});
+  CHECK(plan.yield.empty());  // no one has served a slice yet
+  CHECK(f.schedule.contended());
+  f.clock.advance(1s);
+  plan = f.schedule.plan(0);
+  CHECK(plan.yield.empty());
+  f.clock.advance(1s);
+  plan = f.schedule.plan(0);
+  CHECK(plan.yield == std::vector<TenantSchedule::Id>{0, 1});
+  CHECK(f.schedule.plan(0).yield.empty());  // asked once
+  f.schedule.on_yielded(0);
+  plan = f.schedule.plan(1);
+  CHECK(plan.serve == std::vector<TenantSchedule::Id>{2});  // 0 went to the back of the queue
+  CHECK(f.schedule.state(0) == State::wanted);
+}
+
+TEST_CASE("Without waiters no one yields, however long it serves", "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(1);
+  f.schedule.on_notified(0);
+  f.schedule.plan(2);
+  f.clock.advance(1h);
+  CHECK(f.schedule.plan(1).yield.empty());
+  CHECK_FALSE(f.schedule.contended());
+}
+
+TEST_CASE("A failed outbox is checked again after a growing backoff, and served once its rows show",
+          "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(1);
+  f.schedule.on_notified(0);
+  f.schedule.plan(1);
+  f.schedule.on_failed(0);
+  CHECK(f.schedule.state(0) == State::broken);
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 100ms);
+  f.clock.advance(100ms);
+  auto plan = f.schedule.plan(1);
+  REQUIRE(plan.checks.size() == 1);
+  f.schedule.on_check_failed(0);
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 200ms);
+  f.clock.advance(200ms);
+  plan = f.schedule.plan(1);
+  REQUIRE(plan.checks.size() == 1);
+  f.schedule.on_checked(0, kBlocked);  // its baseline was dropped: waiting rows wake it
+  CHECK(f.schedule.state(0) == State::wanted);
+}
+
+TEST_CASE("A removed outbox is forgotten at once, or when the job that holds it ends", "[dispatch][tenants]") {
+  Fixture f;
+  f.dormant(2);
+  CHECK_FALSE(f.schedule.remove(1));
+  CHECK_FALSE(f.schedule.known(1));
+  f.schedule.on_notified(0);
+  f.schedule.plan(1);
+  CHECK(f.schedule.remove(0));  // served: its job must stop
+  CHECK(f.schedule.known(0));
+  CHECK(f.schedule.plan(1).serve.empty());
+  f.schedule.on_yielded(0);
+  CHECK_FALSE(f.schedule.known(0));
+  CHECK(f.schedule.count(State::wanted) == 0);
+}
