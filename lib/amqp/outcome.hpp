@@ -1,7 +1,9 @@
 // What the publisher reports back: one outcome per published row, and connection transitions.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/outbox_message.hpp"
 
@@ -11,7 +13,15 @@ struct Outcome {
   core::RowId id = 0;
   core::DeliveryOutcome outcome = core::DeliveryOutcome::unknown;
   std::string reason;  // why, for anything but accepted: the broker's condition, the connection error, ...
+  std::uint32_t outbox = 0;  // the row's OutboxMessage::outbox: (outbox, id) names the row
+
+  core::DeliveryKey key() const { return {outbox, id}; }
 };
+
+// Every outcome the publisher reports is made here, so that none leaves its outbox out.
+inline Outcome outcome_for(const core::DeliveryKey& key, core::DeliveryOutcome outcome, std::string reason) {
+  return {.id = key.id, .outcome = outcome, .reason = std::move(reason), .outbox = key.outbox};
+}
 
 // Called on the publisher's container thread (and, once the publisher has
 // stopped, on the thread that calls publish() or stop()). Implementations

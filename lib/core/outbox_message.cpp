@@ -1,4 +1,4 @@
-// A row's session key, and the string names of delivery outcomes for logs and metrics labels.
+// A row's session key, a delivery's description, and the names of delivery outcomes for logs and metrics labels.
 #include "core/outbox_message.hpp"
 
 namespace outboxd::core {
@@ -15,6 +15,12 @@ std::string session_key(const std::optional<std::string>& writer, std::string_vi
 std::optional<std::string> session_key(const OutboxMessage& row) {
   if (!row.session_id || row.session_id->empty()) return std::nullopt;
   return session_key(row.writer, *row.session_id);
+}
+
+std::string describe(const DeliveryKey& key) {
+  std::string text = "row " + std::to_string(key.id);
+  if (key.outbox != 0) text += " of outbox " + std::to_string(key.outbox);
+  return text;
 }
 
 const char* to_string(DeliveryOutcome outcome) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +20,11 @@ using RowId = std::int64_t;
 // copies of the row (the planner's and the one sent), never copied.
 struct OutboxMessage {
   RowId id = 0;
+  // The outbox the row came from: its index among the daemon's outboxes, for
+  // routing the outcome back, and its name, stamped on the message. 0 and
+  // empty in a daemon of one outbox.
+  std::uint32_t outbox = 0;
+  std::string outbox_name;
   std::string message_id;
   std::string destination;
   std::optional<std::string> session_id;
@@ -44,6 +51,21 @@ struct OutboxMessage {
   std::optional<std::string> unsendable;
 };
 
+// A delivery as the publisher knows it. Row ids are unique within one outbox
+// only, and one publisher serves every outbox of the daemon: two outboxes may
+// hand it rows of the same id at once.
+struct DeliveryKey {
+  std::uint32_t outbox = 0;
+  RowId id = 0;
+
+  bool operator==(const DeliveryKey&) const = default;
+};
+
+inline DeliveryKey delivery_key(const OutboxMessage& row) { return {row.outbox, row.id}; }
+
+// "row 42", or "row 42 of outbox 3" beyond the first outbox: for reasons and logs.
+std::string describe(const DeliveryKey& key);
+
 // A row's session: its session id as its writer wrote it, the C++ twin of
 // the SQL same_session() and session_key() (lib/pg/session_order_sql.cpp).
 // Rows of one session_id from different writers are ordered, blocked and
@@ -69,3 +91,11 @@ enum class DeliveryOutcome {
 const char* to_string(DeliveryOutcome outcome);
 
 }  // namespace outboxd::core
+
+template <>
+struct std::hash<outboxd::core::DeliveryKey> {
+  std::size_t operator()(const outboxd::core::DeliveryKey& key) const noexcept {
+    // Row ids are dense and outboxes few: the outbox goes to the high bits.
+    return std::hash<std::uint64_t>{}(static_cast<std::uint64_t>(key.id) ^ (std::uint64_t{key.outbox} << 40));
+  }
+};

@@ -1,10 +1,12 @@
-// session_key: a row's session, its session id as one writer wrote it.
+// session_key: a row's session, its session id as one writer wrote it; DeliveryKey: a row among many outboxes.
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <unordered_set>
 
 #include "core/outbox_message.hpp"
 
+using outboxd::core::DeliveryKey;
 using outboxd::core::OutboxMessage;
 using outboxd::core::session_key;
 
@@ -28,4 +30,16 @@ TEST_CASE("session_key of a row: none without a session, else its writer's sessi
   CHECK(session_key(row) == session_key("app_a", "order-42"));
   row.writer.reset();
   CHECK(session_key(row) == session_key(std::nullopt, "order-42"));
+}
+
+TEST_CASE("DeliveryKey: the same row id in two outboxes is two deliveries", "[core][delivery_key]") {
+  OutboxMessage row;
+  row.id = 7;
+  CHECK(outboxd::core::delivery_key(row) == DeliveryKey{0, 7});
+  row.outbox = 2;
+  CHECK(outboxd::core::delivery_key(row) == DeliveryKey{2, 7});
+  const std::unordered_set<DeliveryKey> keys{{0, 7}, {1, 7}, {2, 7}, {1, 8}, {1, 7}};
+  CHECK(keys.size() == 4);
+  CHECK(outboxd::core::describe({0, 42}) == "row 42");
+  CHECK(outboxd::core::describe({3, 42}) == "row 42 of outbox 3");
 }
