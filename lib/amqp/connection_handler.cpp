@@ -124,7 +124,7 @@ void ConnectionHandler::accept_batch(std::vector<core::OutboxMessage> batch, Ste
 
 void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_before) {
   auto answer = [&](DeliveryOutcome outcome, std::string reason) {
-    sink_.on_outcome({row.id, outcome, std::move(reason)});
+    sink_.on_outcome(outcome_for(core::delivery_key(row), outcome, std::move(reason)));
   };
   if (state_ == State::stopping || state_ == State::stopped) {
     return answer(DeliveryOutcome::connection_lost, "publisher stopping");
@@ -141,8 +141,8 @@ void ConnectionHandler::accept_one(core::OutboxMessage& row, SteadyTime send_bef
     return answer(DeliveryOutcome::connection_lost, "not connected to the broker: " + last_error_);
   }
   // The clock is read per row: the thread may have stalled anywhere in the batch.
-  LinkSet::Pending pending{row.id, std::move(message).value(), now(), send_before};
-  if (suspects_.on_probe(row.destination, row.id)) {
+  LinkSet::Pending pending{core::delivery_key(row), std::move(message).value(), now(), send_before};
+  if (suspects_.on_probe(row.destination, pending.key)) {
     return probe_.queue_delivery([this] { return dial_probe(); }, row.destination, target, std::move(pending));
   }
   links_.queue_delivery(connection_, row.destination, target, std::move(pending));
@@ -284,7 +284,7 @@ void ConnectionHandler::on_timer() {
       return;
     case State::up:
       if (auto oldest = links_.oldest_in_flight(); oldest && at - oldest->first >= timeout) {
-        connection_lost("no outcome for row " + std::to_string(oldest->second) + " within the outcome timeout (" +
+        connection_lost("no outcome for " + core::describe(oldest->second) + " within the outcome timeout (" +
                             ms_text(timeout) + "); closing the connection",
                         true);
         return;

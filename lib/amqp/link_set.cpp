@@ -72,19 +72,19 @@ bool LinkSet::may_attach(const std::string& destination) const {
 }
 
 // A suspect row goes alone among suspects, and not while a link is being attached.
-bool LinkSet::may_send(core::RowId id) const {
-  return !suspects_.suspect(id) || (suspects_in_flight_ == 0 && opening() == 0);
+bool LinkSet::may_send(const core::DeliveryKey& row) const {
+  return !suspects_.suspect(row) || (suspects_in_flight_ == 0 && opening() == 0);
 }
 
 void LinkSet::queue_delivery(proton::connection& connection, const std::string& destination,
                              const Target& target, Pending pending) {
   const SteadyTime now = pending.queued_at;
   if (auto why = suspects_.conviction(destination)) {
-    return report(pending.id, DeliveryOutcome::unsendable, target.address + ": " + *why);
+    return report(pending.key, DeliveryOutcome::unsendable, target.address + ": " + *why);
   }
-  if (auto why = suspects_.conviction(pending.id)) {
-    suspects_.on_settled(pending.id);  // a requeue by the operator starts afresh
-    return report(pending.id, DeliveryOutcome::unsendable, *why);
+  if (auto why = suspects_.conviction(pending.key)) {
+    suspects_.on_settled(pending.key);  // a requeue by the operator starts afresh
+    return report(pending.key, DeliveryOutcome::unsendable, *why);
   }
   auto found = links_.find(destination);
   Link* link = found != links_.end() ? &found->second : &add_link(destination, target, now);
@@ -93,7 +93,7 @@ void LinkSet::queue_delivery(proton::connection& connection, const std::string& 
       attach(connection, *link);
     } catch (const std::exception& e) {
       // The rows queued before on the link are answered by fail_all().
-      report(pending.id, DeliveryOutcome::connection_lost,
+      report(pending.key, DeliveryOutcome::connection_lost,
              "cannot open a link to " + target.address + ": " + core::safe_text(e.what()));
       throw;  // the connection is in doubt: the caller replaces it
     }
@@ -142,16 +142,16 @@ void LinkSet::pump(Link& link, SteadyTime now) {
   while (!link.queue.empty() && link.attached && link.sender.credit() > 0) {
     const Pending& next = link.queue.front();
     if (now >= next.send_before) {
-      report(next.id, DeliveryOutcome::not_sent, "its fencing deadline passed (the partition lease may have "
+      report(next.key, DeliveryOutcome::not_sent, "its fencing deadline passed (the partition lease may have "
                                                  "expired while it waited)");
       link.queue.pop_front();
       continue;
     }
-    if (!may_send(next.id)) return;
-    const bool suspect = suspects_.suspect(next.id);
+    if (!may_send(next.key)) return;
+    const bool suspect = suspects_.suspect(next.key);
     const std::uint64_t tag = ++last_tag_;
     send_encoded(link.sender, next.message, make_tag(tag));
-    in_flight_.emplace(tag, InFlight{next.id, link.name, now, suspect});
+    in_flight_.emplace(tag, InFlight{next.key, link.name, now, suspect});
     if (suspect) ++suspects_in_flight_;
     ++link.in_flight;
     link.last_used = now;
@@ -170,8 +170,8 @@ void LinkSet::settle(const proton::binary& tag, DeliveryOutcome outcome, std::st
     --link->in_flight;
     link->last_used = now;
   }
-  suspects_.on_settled(delivery.id);
-  report(delivery.id, outcome, std::move(reason));
+  suspects_.on_settled(delivery.key);
+  report(delivery.key, outcome, std::move(reason));
   if (delivery.suspect) {
     --suspects_in_flight_;
     pump_attached(now);  // the next suspect row may go
@@ -195,14 +195,14 @@ void LinkSet::closed(const std::string& link_name, const std::string& reason, bo
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.link_name == link_name) {
       if (it->second.suspect) --suspects_in_flight_;
-      report(it->second.id, DeliveryOutcome::unknown, why);
+      report(it->second.key, DeliveryOutcome::unknown, why);
       it = in_flight_.erase(it);
     } else {
       ++it;
     }
   }
   for (const auto& pending : link->queue) {
-    report(pending.id, refused ? DeliveryOutcome::rejected : DeliveryOutcome::unknown, why);
+    report(pending.key, refused ? DeliveryOutcome::rejected : DeliveryOutcome::unknown, why);
   }
   // Close our ends too (closing twice is harmless): the next message for the
   // destination starts with a fresh AMQP session and link.
@@ -216,14 +216,14 @@ void LinkSet::fail_all(const std::string& reason) {
   for (const auto& [destination, link] : links_) {
     if (link.opening) attaching.push_back(destination);
   }
-  std::vector<core::RowId> sent;
-  for (const auto& [tag, delivery] : in_flight_) sent.push_back(delivery.id);
+  std::vector<core::DeliveryKey> sent;
+  for (const auto& [tag, delivery] : in_flight_) sent.push_back(delivery.key);
   suspects_.on_connection_lost(attaching, sent, reason);
-  for (const auto& [tag, delivery] : in_flight_) report(delivery.id, DeliveryOutcome::connection_lost, reason);
+  for (const auto& [tag, delivery] : in_flight_) report(delivery.key, DeliveryOutcome::connection_lost, reason);
   in_flight_.clear();
   suspects_in_flight_ = 0;
   for (auto& [destination, link] : links_) {
-    for (const auto& pending : link.queue) report(pending.id, DeliveryOutcome::connection_lost, reason);
+    for (const auto& pending : link.queue) report(pending.key, DeliveryOutcome::connection_lost, reason);
   }
   links_.clear();
   destination_of_.clear();
@@ -232,7 +232,7 @@ void LinkSet::fail_all(const std::string& reason) {
 void LinkSet::expire_queued(SteadyTime now, Duration timeout) {
   for (auto& [destination, link] : links_) {
     while (!link.queue.empty() && now - link.queue.front().queued_at >= timeout) {
-      report(link.queue.front().id, DeliveryOutcome::unknown,
+      report(link.queue.front().key, DeliveryOutcome::unknown,
              "no link credit from the broker for " + link.address + " within the outcome timeout");
       link.queue.pop_front();
     }
@@ -255,10 +255,10 @@ std::size_t LinkSet::close_idle(SteadyTime now, Duration idle) {
   return idle_links.size();
 }
 
-std::optional<std::pair<LinkSet::SteadyTime, core::RowId>> LinkSet::oldest_in_flight() const {
+std::optional<std::pair<LinkSet::SteadyTime, core::DeliveryKey>> LinkSet::oldest_in_flight() const {
   if (in_flight_.empty()) return std::nullopt;
   const InFlight& oldest = in_flight_.begin()->second;
-  return std::make_pair(oldest.sent_at, oldest.id);
+  return std::make_pair(oldest.sent_at, oldest.key);
 }
 
 std::optional<LinkSet::SteadyTime> LinkSet::oldest_queued() const {
@@ -301,8 +301,8 @@ void LinkSet::forget(const std::string& link_name) {
   destination_of_.erase(destination);
 }
 
-void LinkSet::report(core::RowId id, DeliveryOutcome outcome, std::string reason) {
-  sink_.on_outcome({id, outcome, std::move(reason)});
+void LinkSet::report(const core::DeliveryKey& row, DeliveryOutcome outcome, std::string reason) {
+  sink_.on_outcome(outcome_for(row, outcome, std::move(reason)));
 }
 
 }  // namespace outboxd::amqp

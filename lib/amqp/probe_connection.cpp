@@ -113,7 +113,7 @@ bool ProbeConnection::on_timer(const Dial& dial, SteadyTime now, Duration timeou
       break;
   }
   if (auto oldest = links_.oldest_in_flight(); oldest && now - oldest->first >= timeout) {
-    close("no outcome for row " + std::to_string(oldest->second) + " within the outcome timeout", now);
+    close("no outcome for " + core::describe(oldest->second) + " within the outcome timeout", now);
     return false;
   }
   links_.expire_queued(now, timeout);

@@ -184,7 +184,9 @@ void Publisher::Impl::run_container(std::string& exit_reason) {
 }
 
 void Publisher::Impl::answer_not_connected(Rows& batch, const std::string& reason) {
-  for (const auto& row : batch) sink_.on_outcome({row.id, core::DeliveryOutcome::connection_lost, reason});
+  for (const auto& row : batch) {
+    sink_.on_outcome(outcome_for(core::delivery_key(row), core::DeliveryOutcome::connection_lost, reason));
+  }
 }
 
 void Publisher::Impl::answer_leftovers(const std::string& reason) {

@@ -20,7 +20,8 @@ namespace outboxd::amqp {
 // after link_idle_close without traffic. Deliveries are unsettled (at least
 // once) and sent only within the broker's link credit.
 //
-// Every row handed to publish() gets exactly one Outcome:
+// Every row handed to publish() gets exactly one Outcome, which names the row
+// by its outbox and id (rows of two outboxes may share an id):
 //   accepted  the broker accepted the delivery
 //   rejected  the broker rejected it (reason: its error condition), or the
 //             broker refused the link to its destination

@@ -15,7 +15,8 @@ void ConnectionSuspects::blame(Suspicion& suspicion, std::string_view reason) {
 // The suspect that was under way alone is the one blamed; the others
 // present become suspects, to be tried alone in their turn.
 void ConnectionSuspects::on_connection_lost(const std::vector<std::string>& attaching,
-                                            const std::vector<core::RowId>& in_flight, std::string_view reason) {
+                                            const std::vector<core::DeliveryKey>& in_flight,
+                                            std::string_view reason) {
   if (!attaching.empty()) {
     if (attaching.size() == 1 && suspect(attaching.front())) {
       blame(destinations_[attaching.front()], reason);
@@ -24,9 +25,10 @@ void ConnectionSuspects::on_connection_lost(const std::vector<std::string>& atta
     for (const auto& destination : attaching) destinations_.try_emplace(destination);
     return;
   }
-  const auto suspected = std::count_if(in_flight.begin(), in_flight.end(), [&](core::RowId id) { return suspect(id); });
-  for (const core::RowId id : in_flight) {
-    auto [it, added] = rows_.try_emplace(id);
+  const auto suspected =
+      std::count_if(in_flight.begin(), in_flight.end(), [&](const core::DeliveryKey& row) { return suspect(row); });
+  for (const core::DeliveryKey& row : in_flight) {
+    auto [it, added] = rows_.try_emplace(row);
     if (!added && suspected == 1) blame(it->second, reason);
   }
   if (rows_.size() > kMaxRows) drop_unblamed_rows();
@@ -34,8 +36,8 @@ void ConnectionSuspects::on_connection_lost(const std::vector<std::string>& atta
 
 void ConnectionSuspects::on_link_open(const std::string& destination) { destinations_.erase(destination); }
 
-void ConnectionSuspects::on_settled(core::RowId id) {
-  if (!rows_.empty()) rows_.erase(id);
+void ConnectionSuspects::on_settled(const core::DeliveryKey& row) {
+  if (!rows_.empty()) rows_.erase(row);
 }
 
 std::optional<std::string> ConnectionSuspects::conviction(const std::string& destination) const {
@@ -45,8 +47,8 @@ std::optional<std::string> ConnectionSuspects::conviction(const std::string& des
          " times a link to this destination was attached alone: " + it->second.last_reason;
 }
 
-std::optional<std::string> ConnectionSuspects::conviction(core::RowId id) const {
-  const auto it = rows_.find(id);
+std::optional<std::string> ConnectionSuspects::conviction(const core::DeliveryKey& row) const {
+  const auto it = rows_.find(row);
   if (it == rows_.end() || it->second.blamed < kMaxBlame) return std::nullopt;
   return "the connection ended each of the " + std::to_string(it->second.blamed) +
          " times this row was sent alone: " + it->second.last_reason;

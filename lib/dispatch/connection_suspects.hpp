@@ -34,6 +34,9 @@ namespace outboxd::dispatch {
 //    never attached again while the process runs.
 //  - A suspect that opens or settles is cleared.
 // Rows not under suspicion flow as ever, and no row is charged for a lost connection.
+// A row is known by its DeliveryKey: the publisher serves many outboxes, and
+// a suspect row of one must never hold back or convict a row of the same id
+// of another.
 class ConnectionSuspects {
  public:
   static constexpr int kMaxBlame = 3;
@@ -42,23 +45,25 @@ class ConnectionSuspects {
 
   // The connection ended with `reason`, while `attaching` destinations' links
   // were being attached and `in_flight` rows awaited their outcome.
-  void on_connection_lost(const std::vector<std::string>& attaching, const std::vector<core::RowId>& in_flight,
+  void on_connection_lost(const std::vector<std::string>& attaching, const std::vector<core::DeliveryKey>& in_flight,
                           std::string_view reason);
 
   // The link to `destination` opened: its attach was not the cause.
   void on_link_open(const std::string& destination);
   // The row was settled by the broker (any outcome): it was not the cause.
-  void on_settled(core::RowId id);
+  void on_settled(const core::DeliveryKey& row);
 
   // The row goes to the probe connection: its destination or the row itself is a suspect.
-  bool on_probe(const std::string& destination, core::RowId id) const { return suspect(destination) || suspect(id); }
+  bool on_probe(const std::string& destination, const core::DeliveryKey& row) const {
+    return suspect(destination) || suspect(row);
+  }
 
   bool suspect(const std::string& destination) const { return destinations_.contains(destination); }
-  bool suspect(core::RowId id) const { return rows_.contains(id); }
+  bool suspect(const core::DeliveryKey& row) const { return rows_.contains(row); }
 
   // Why the destination or the row is refused, once convicted.
   std::optional<std::string> conviction(const std::string& destination) const;
-  std::optional<std::string> conviction(core::RowId id) const;
+  std::optional<std::string> conviction(const core::DeliveryKey& row) const;
 
   std::size_t suspects() const { return destinations_.size() + rows_.size(); }
 
@@ -72,7 +77,7 @@ class ConnectionSuspects {
   void drop_unblamed_rows();
 
   std::unordered_map<std::string, Suspicion> destinations_;
-  std::unordered_map<core::RowId, Suspicion> rows_;
+  std::unordered_map<core::DeliveryKey, Suspicion> rows_;
 };
 
 }  // namespace outboxd::dispatch

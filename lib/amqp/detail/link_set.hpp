@@ -30,6 +30,10 @@ namespace outboxd::amqp {
 // tags are unique across links and connections: Proton's own numbering
 // restarts at 0 in every proton::sender copy and would repeat tags on a link.
 //
+// A delivery is known by its core::DeliveryKey (outbox and row id), never by
+// the row id alone: rows of several outboxes share the link set, and two of
+// them may carry the same id.
+//
 // When a connection ends, dispatch::ConnectionSuspects learns which attaches
 // and deliveries were under way; a suspect link waits to be attached alone and
 // a suspect row to be sent alone, and a convicted one is answered unsendable.
@@ -44,7 +48,7 @@ class LinkSet {
 
   // A message waiting for its link's credit.
   struct Pending {
-    core::RowId id;
+    core::DeliveryKey key;
     EncodedMessage message;
     SteadyTime queued_at;
     SteadyTime send_before;  // fencing deadline: past it, the row is answered not_sent
@@ -93,7 +97,7 @@ class LinkSet {
   std::size_t close_idle(SteadyTime now, Duration idle);
 
   // The send time and row of the oldest delivery awaiting an outcome.
-  std::optional<std::pair<SteadyTime, core::RowId>> oldest_in_flight() const;
+  std::optional<std::pair<SteadyTime, core::DeliveryKey>> oldest_in_flight() const;
   std::optional<SteadyTime> oldest_queued() const;
   std::optional<SteadyTime> next_idle_close(Duration idle) const;
 
@@ -115,7 +119,7 @@ class LinkSet {
     SteadyTime last_used;
   };
   struct InFlight {
-    core::RowId id;
+    core::DeliveryKey key;
     std::string link_name;
     SteadyTime sent_at;
     bool suspect = false;
@@ -124,14 +128,14 @@ class LinkSet {
   Link& add_link(const std::string& destination, const Target& target, SteadyTime now);
   void attach(proton::connection& connection, Link& link);
   bool may_attach(const std::string& destination) const;
-  bool may_send(core::RowId id) const;
+  bool may_send(const core::DeliveryKey& row) const;
   std::size_t opening() const;
   void pump(Link& link, SteadyTime now);
   void pump_attached(SteadyTime now);
   void closed(const std::string& link_name, const std::string& reason, bool refused);
   Link* by_name(const std::string& link_name);
   void forget(const std::string& link_name);
-  void report(core::RowId id, core::DeliveryOutcome outcome, std::string reason);
+  void report(const core::DeliveryKey& row, core::DeliveryOutcome outcome, std::string reason);
 
   OutcomeSink& sink_;
   std::unordered_map<std::string, Link> links_;                     // by destination

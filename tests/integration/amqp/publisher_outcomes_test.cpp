@@ -4,6 +4,8 @@
 #include <chrono>
 #include <iostream>
 #include <set>
+#include <unordered_map>
+#include <utility>
 
 #include <proton/binary.hpp>
 #include <proton/message_id.hpp>
@@ -70,6 +72,40 @@ TEST_CASE("each scripted outcome reaches the sink exactly once, with the right i
   }
   publisher.stop();
   CHECK(sink.outcome_count() == 40);  // stop adds nothing for settled rows
+}
+
+// One publisher serves every outbox of the daemon, and row ids are each outbox's own.
+TEST_CASE("rows of two outboxes with the same ids get their own outcomes, each naming its outbox", "[amqp][peer]") {
+  AmqpPeer peer;
+  peer.set_policy([](const ReceivedMessage& message) {
+    const auto outbox = proton::get<std::string>(message.decode().properties().get("outboxd_outbox"));
+    if (outbox == "globex") return PeerDisposition{PeerAction::reject, "amqp:precondition-failed", "globex is full"};
+    return PeerDisposition{PeerAction::accept, {}, {}};
+  });
+  RecordingSink sink;
+  Publisher publisher(peer_broker(peer.url()), "outboxd-test", sink);
+  REQUIRE(publisher.start().ok());
+  std::vector<outboxd::core::OutboxMessage> batch;
+  for (outboxd::core::RowId id = 1; id <= 3; ++id) {
+    for (const auto& [outbox, name] : {std::pair{1u, "acme"}, std::pair{2u, "globex"}}) {
+      auto message = row(id);  // the same message id too
+      message.outbox = outbox;
+      message.outbox_name = name;
+      batch.push_back(message);
+    }
+  }
+  publisher.publish(batch);
+  REQUIRE(sink.wait_for_outcomes(6));
+  std::unordered_map<outboxd::core::DeliveryKey, DeliveryOutcome> by_key;
+  for (const auto& outcome : sink.outcomes()) {
+    INFO("row " << outcome.id << " of outbox " << outcome.outbox << ": " << outcome.reason);
+    CHECK(by_key.emplace(outcome.key(), outcome.outcome).second);  // one outcome per row of each outbox
+  }
+  for (outboxd::core::RowId id = 1; id <= 3; ++id) {
+    CHECK(by_key.at({1, id}) == DeliveryOutcome::accepted);
+    CHECK(by_key.at({2, id}) == DeliveryOutcome::rejected);
+  }
+  CHECK(peer.received_count() == 6);
 }
 
 TEST_CASE("a reject without a condition still says who rejected", "[amqp][peer]") {
