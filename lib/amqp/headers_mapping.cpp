@@ -17,7 +17,7 @@ constexpr std::size_t kShownKeyCharacters = 64;
 constexpr int kNumberOverflow = 406;  // nlohmann's out_of_range id
 
 // AMQP 1.0 annotations, Artemis internals and management, JMS, RabbitMQ's
-// own headers, outboxd's own (outboxd_writer); compared without case. Also in
+// own headers, outboxd's own (outboxd_writer, outboxd_outbox); compared without case. Also in
 // headers_problem() (sql/029_writer_message_ids.sql).
 constexpr std::array<std::string_view, 19> kReservedPrefixes{
     "x-opt-", "x-death", "x-delay", "x-received-from", "x-first-death-", "x-last-death-",

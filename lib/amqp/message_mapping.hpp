@@ -25,15 +25,22 @@ inline constexpr const char* kTraceparentProperty = "traceparent";
 // start with "outboxd_" (headers_problem() in SQL, the mapper here).
 inline constexpr const char* kWriterProperty = "outboxd_writer";
 
-// Artemis duplicate detection: with this property set to the message-id and
-// its writer (duplicate_id()), Artemis drops a re-publish of a row whose first
-// outcome was lost (it wins over a header of the same name), and never
-// another writer's message with the same id. Other profiles do not get it.
+// The name of the outbox the row came from, when the daemon serves several
+// (OutboxMessage::outbox_name); absent otherwise. Message ids are each
+// outbox's own as well, so a consumer of several outboxes dedupes on this too.
+// Under the same reserved "outboxd_" prefix, so no writer can forge it.
+inline constexpr const char* kOutboxProperty = "outboxd_outbox";
+
+// Artemis duplicate detection: with this property set to duplicate_id(),
+// Artemis drops a re-publish of a row whose first outcome was lost (it wins
+// over a header of the same name), and never another writer's or another
+// outbox's message with the same id. Other profiles do not get it.
 inline constexpr const char* kArtemisDuplicateIdProperty = "_AMQ_DUPL_ID";
 
-// The message id, then U+001F and the writer when the row has one. No two
-// rows share it: a message id holds no control character, so the first
-// U+001F ends it.
+// The outbox's name and U+001F when the row has one, the message id, then
+// U+001F and the writer when the row has one. No two rows of a daemon share
+// it: its rows all have a name or none, and neither a name nor a message id
+// holds a control character, so each U+001F ends the part before it.
 std::string duplicate_id(const core::OutboxMessage& row);
 
 // The largest header.ttl AMQP can carry (a uint of milliseconds).

@@ -192,6 +192,18 @@ void throughput(const Broker& broker) {
   }
 }
 
+// A row of the outbox `name` (index `outbox`) of a daemon that serves several.
+outboxd::core::OutboxMessage of_outbox(outboxd::core::OutboxMessage message, std::uint32_t outbox,
+                                       const std::string& name) {
+  message.outbox = outbox;
+  message.outbox_name = name;
+  return message;
+}
+
+std::string outbox_of(const ReceivedMessage& message) {
+  return proton::get<std::string>(message.decode().properties().get("outboxd_outbox"));
+}
+
 }  // namespace
 
 TEST_CASE("RabbitMQ: every mapped field and the exact body bytes come back", "[amqp][broker][rabbitmq]") {
@@ -259,6 +271,55 @@ TEST_CASE("Artemis: a re-published message-id is accepted and dropped by duplica
   REQUIRE(consumed.messages.size() == 2);  // the consumer times out waiting for a third
   CHECK(consumed.messages[0].message_id() == "msg-1");
   CHECK(consumed.messages[1].message_id() == "msg-3");
+}
+
+TEST_CASE("RabbitMQ: two outboxes' rows of the same ids all arrive, each naming its outbox",
+          "[amqp][broker][rabbitmq]") {
+  const auto broker = rabbitmq();
+  const auto queue = fresh_queue("outboxes");
+  RecordingSink sink;
+  Publisher publisher(config_for(broker), "outboxd-test", sink);
+  REQUIRE(publisher.start().ok());
+  publisher.publish({of_outbox(row(1, queue), 1, "acme"), of_outbox(row(1, queue), 2, "globex")});
+  REQUIRE(sink.wait_for_outcomes(2, 30s));
+  std::set<std::uint32_t> outboxes;
+  for (const auto& outcome : sink.outcomes()) {
+    INFO("row " << outcome.id << " of outbox " << outcome.outbox << ": " << outcome.reason);
+    CHECK(outcome.id == 1);
+    CHECK(outcome.outcome == DeliveryOutcome::accepted);
+    outboxes.insert(outcome.outbox);
+  }
+  CHECK(outboxes == std::set<std::uint32_t>{1, 2});
+
+  const auto consumed = read_back(broker, queue, 2);
+  REQUIRE(consumed.messages.size() == 2);
+  CHECK(consumed.messages[0].message_id() == consumed.messages[1].message_id());
+  CHECK(outbox_of(consumed.messages[0]) == "acme");
+  CHECK(outbox_of(consumed.messages[1]) == "globex");
+}
+
+TEST_CASE("Artemis: two outboxes' equal message ids are no duplicates of each other, a re-publish in one is",
+          "[amqp][broker][artemis]") {
+  const auto broker = artemis();
+  const auto queue = fresh_queue("outbox-dupes");
+  RecordingSink sink;
+  Publisher publisher(config_for(broker), "outboxd-test", sink);
+  REQUIRE(publisher.start().ok());
+  publisher.publish({of_outbox(row(1, queue), 1, "acme"), of_outbox(row(1, queue), 2, "globex")});
+  REQUIRE(sink.wait_for_outcomes(2, 30s));
+  auto again = of_outbox(row(2, queue), 1, "acme");  // acme's re-publish of msg-1 after "unknown"
+  again.message_id = "msg-1";
+  publisher.publish({again, of_outbox(row(3, queue), 2, "globex")});
+  REQUIRE(sink.wait_for_outcomes(4, 30s));
+  for (const auto& outcome : sink.outcomes()) CHECK(outcome.outcome == DeliveryOutcome::accepted);
+
+  const auto consumed = read_back(broker, queue, 4, 3s);
+  REQUIRE(consumed.messages.size() == 3);  // the consumer times out waiting for a fourth
+  CHECK(consumed.messages[0].message_id() == "msg-1");
+  CHECK(outbox_of(consumed.messages[0]) == "acme");
+  CHECK(consumed.messages[1].message_id() == "msg-1");
+  CHECK(outbox_of(consumed.messages[1]) == "globex");
+  CHECK(consumed.messages[2].message_id() == "msg-3");
 }
 
 TEST_CASE("a wrong password is a connection failure with a reason, and rows are connection_lost", "[amqp][broker]") {

@@ -276,6 +276,46 @@ TEST_CASE("a message id is its writer's: outboxd_writer names it, and Artemis de
   CHECK(proton::get<std::string>(legacy.get("_AMQ_DUPL_ID")) == "order-17-created");
 }
 
+TEST_CASE("a daemon of many outboxes names each message's outbox, and Artemis dedupes per outbox", "[amqp]") {
+  OutboxMessage row = full_row();
+  row.writer = "orders_app";
+  row.outbox = 3;
+  row.outbox_name = "acme";
+  const auto props = round_trip(mapped(row, BrokerProfile::artemis)).properties();
+  CHECK(proton::get<std::string>(props.get("outboxd_outbox")) == "acme");
+  CHECK(proton::get<std::string>(props.get("outboxd_writer")) == "orders_app");
+  CHECK(proton::get<std::string>(props.get("_AMQ_DUPL_ID")) ==
+        std::string("acme\x1f") + "order-17-created\x1f" + "orders_app");
+  // Another tenant's row with the same message id and writer is no duplicate of this one.
+  OutboxMessage other = row;
+  other.outbox = 4;
+  other.outbox_name = "globex";
+  CHECK(outboxd::amqp::duplicate_id(other) != outboxd::amqp::duplicate_id(row));
+  // The name ends at the first U+001F, which no outbox name holds.
+  OutboxMessage shifted = row;
+  shifted.outbox_name = "acme\x1forder";
+  shifted.message_id = "-17-created";
+  CHECK(outboxd::amqp::duplicate_id(shifted) != outboxd::amqp::duplicate_id(row));
+  row.writer.reset();
+  CHECK(outboxd::amqp::duplicate_id(row) == std::string("acme\x1f") + "order-17-created");
+  // The property goes out with every profile; only Artemis gets a duplicate id.
+  const auto rabbitmq = round_trip(mapped(row, BrokerProfile::rabbitmq)).properties();
+  CHECK(proton::get<std::string>(rabbitmq.get("outboxd_outbox")) == "acme");
+  CHECK_FALSE(rabbitmq.exists("_AMQ_DUPL_ID"));
+}
+
+TEST_CASE("a daemon of one outbox (no outbox name) sends no outboxd_outbox and the plain duplicate id", "[amqp]") {
+  OutboxMessage row = full_row();
+  row.writer = "orders_app";
+  const auto props = round_trip(mapped(row, BrokerProfile::artemis)).properties();
+  CHECK_FALSE(props.exists("outboxd_outbox"));
+  CHECK(proton::get<std::string>(props.get("_AMQ_DUPL_ID")) == std::string("order-17-created\x1f") + "orders_app");
+  // The outbox's index routes outcomes back; it never reaches the message.
+  OutboxMessage indexed = row;
+  indexed.outbox = 5;
+  CHECK(mapped(indexed, BrokerProfile::artemis) == mapped(row, BrokerProfile::artemis));
+}
+
 TEST_CASE("an encoder used for many rows writes the bytes a fresh one writes", "[amqp]") {
   // Each row leaves fields unset that the one before set, and a rejected row
   // stops half-way: nothing may carry over into the next message.
@@ -291,9 +331,11 @@ TEST_CASE("an encoder used for many rows writes the bytes a fresh one writes", "
   bad_headers.headers_json = R"({"ok":"x","nested":{"y":1}})";
   OutboxMessage long_body = full_row();
   long_body.body = std::string(70000, 'b');
+  OutboxMessage named = full_row();
+  named.outbox_name = "acme";
 
   const std::vector<OutboxMessage> rows{full_row(), bare, bad_ttl, full_row(), bad_headers, bare,
-                                        long_body,  bare, no_headers};
+                                        long_body,  bare, named,     bare,       no_headers};
   MessageEncoder reused;
   for (const auto profile : {BrokerProfile::artemis, BrokerProfile::rabbitmq}) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
