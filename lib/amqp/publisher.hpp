@@ -60,8 +60,8 @@ class Publisher {
   core::Status start();
 
   // Thread-safe and non-blocking: hands the batch to the container thread.
-  // Rows published before start() or after stop() are answered `unknown` at
-  // once, on the calling thread.
+  // Rows published before start() or after stop() are answered
+  // `connection_lost` at once, on the calling thread.
   //
   // `send_before` is a fencing deadline on the steady clock: a row is handed
   // to Proton only while the container thread reads the clock before it, so a
@@ -70,8 +70,8 @@ class Publisher {
   // remains is the moment between that check and the socket write.
   void publish(std::vector<core::OutboxMessage> batch, core::SteadyTime send_before = core::SteadyTime::max());
 
-  // Closes the connection, answers every row without an outcome `unknown`,
-  // and joins the thread. Idempotent. Must not be called from an OutcomeSink
+  // Closes the connection, answers every row without an outcome
+  // `connection_lost`, and joins the thread. Idempotent. Must not be called from an OutcomeSink
   // callback.
   void stop();
 
