@@ -68,12 +68,13 @@ TEST_CASE("link set: a convicted row of one outbox leaves the same id of another
   Fixture f;
   for (int i = 0; i <= ConnectionSuspects::kMaxBlame; ++i) f.suspects.on_connection_lost({}, {{1, 7}}, "killed");
   REQUIRE(f.suspects.conviction(DeliveryKey{1, 7}));
-  f.queue({1, 7});
   f.queue({2, 7});
+  CHECK(f.sink.outcomes.empty());  // the other outbox's row 7 waits for its link
+  f.queue({1, 7});
   REQUIRE(f.sink.outcomes.size() == 1);  // the convicted row, at once
   CHECK(f.sink.outcomes[0].key() == DeliveryKey{1, 7});
   CHECK(f.sink.outcomes[0].outcome == DeliveryOutcome::unsendable);
-  CHECK(f.links.queued() == 1);  // the other outbox's row 7 waits for its link
+  CHECK(f.links.queued() == 1);
   f.links.expire_queued(f.start + std::chrono::seconds(1), std::chrono::seconds(1));
   REQUIRE(f.sink.outcomes.size() == 2);
   CHECK(f.sink.outcomes[1].key() == DeliveryKey{2, 7});
