@@ -65,7 +65,7 @@ SELECT is(pg_get_indexdef('outbox.messages_cancelled_idx'::regclass),
 
 SELECT columns_are('outbox', 'leases', ARRAY['partition', 'owner', 'epoch', 'acquired_at', 'renewed_at', 'expires_at']);
 SELECT col_is_pk('outbox', 'leases', 'partition', 'leases.partition is the primary key');
-SELECT columns_are('outbox', 'instances', ARRAY['instance_id', 'started_at', 'heartbeat_at', 'idle']);
+SELECT columns_are('outbox', 'instances', ARRAY['instance_id', 'started_at', 'heartbeat_at', 'idle', 'watching']);
 SELECT columns_are('workflow', 'instances', ARRAY['id', 'kind', 'status', 'version', 'correlation_id',
   'originating_message_id', 'timeout_message_id', 'timeout_due_at', 'data', 'created_at', 'updated_at', 'writer']);
 SELECT columns_are('workflow', 'processed_messages', ARRAY['workflow_id', 'message_id', 'processed_at', 'writer', 'sender']);
