@@ -1038,3 +1038,48 @@ SET owner = NULL, expires_at = NULL
 WHERE owner = $1
   AND partition = ANY ($2::int[]);
 
+-- outboxd.outbox.watch
+INSERT INTO "outbox".instances (instance_id, idle, watching, heartbeat_at)
+  VALUES ($1, true, true, now())
+ON CONFLICT (instance_id)
+  DO UPDATE SET
+    idle = true, watching = true, heartbeat_at = now();
+
+-- outboxd.outbox.unwatch
+SELECT "outbox".deregister_instance ($1);
+
+-- outboxd.outbox.watch_check
+SELECT (
+    SELECT 'r:' || count(*) || ':' || coalesce(sum(g.id), 0)
+    FROM (
+      SELECT m.id
+      FROM "outbox".messages m
+      WHERE m.status = 'pending'
+        AND m.due_at <= m.created_at
+      ORDER BY m.id DESC
+      LIMIT 100000) g) || ' ' || (
+    SELECT 's:' || count(*) || ':' || coalesce(sum(g.id), 0)
+    FROM (
+      SELECT m.id
+      FROM "outbox".messages m
+      WHERE m.status = 'pending'
+        AND m.due_at > m.created_at
+        AND m.due_at <= now()
+      ORDER BY m.due_at DESC, m.id DESC
+      LIMIT 100000) g) || ' ' || (
+    SELECT 'p:' || count(*) || ':' || coalesce(sum(g.id), 0)
+    FROM (
+      SELECT m.id
+      FROM "outbox".messages m
+      WHERE m.status = 'parked'
+      LIMIT 100000) g), ceil(extract(epoch FROM least ((
+      SELECT min(s.due_at)
+    FROM "outbox".messages s
+  WHERE s.status = 'pending'
+    AND s.due_at > s.created_at
+    AND s.due_at > now()), (
+  SELECT min(r.next_attempt_at)
+FROM "outbox".messages r
+WHERE r.status = 'pending'
+  AND r.next_attempt_at > now())) - now()) * 1000)::bigint;
+

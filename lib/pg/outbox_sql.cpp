@@ -281,14 +281,20 @@ std::string record_failures(const std::string& t, const std::string& leases) {
 
 // Only future events count: a due row blocked in its session must not make
 // the daemon spin. Backoffs use messages_blocked_idx, schedules messages_scheduled_idx.
-std::string time_to_next_due(const std::string& t) {
-  return "SELECT ceil(extract(epoch FROM least("
+std::string next_due_ms(const std::string& t, const char* partitions) {
+  const auto in_partitions = [partitions](const char* alias) {
+    if (partitions == nullptr) return std::string();
+    return std::string(" AND ") + alias + ".partition = ANY(" + partitions + ")";
+  };
+  return "ceil(extract(epoch FROM least("
          "(SELECT min(s.due_at) FROM " + t + " s WHERE s.status = 'pending' AND s.due_at > s.created_at "
-         "AND s.due_at > now() AND s.partition = ANY($1::int[])), "
+         "AND s.due_at > now()" + in_partitions("s") + "), "
          "(SELECT min(r.next_attempt_at) FROM " + t + " r WHERE r.status = 'pending' "
-         "AND r.next_attempt_at > now() AND r.partition = ANY($1::int[]))"
+         "AND r.next_attempt_at > now()" + in_partitions("r") + ")"
          ") - now()) * 1000)::bigint";
 }
+
+std::string time_to_next_due(const std::string& t) { return std::string("SELECT ") + next_due_ms(t, "$1::int[]"); }
 
 // Security definers (028_dispatcher_locks.sql): messages_finished_idx, oldest
 // first; SKIP LOCKED keeps two purgers apart.
@@ -304,6 +310,8 @@ std::string purge_cancelled(const std::string& schema) {
 std::string purge_events(const std::string& schema) {
   return "SELECT " + schema + ".purge_row_events($1::bigint * interval '1 millisecond', $2)";
 }
+
+std::string wakeup_channel(const std::string& schema) { return schema + "_wakeup"; }
 
 std::string set_idle(const std::string& instances) {
   return "INSERT INTO " + instances + " (instance_id, idle, heartbeat_at) VALUES ($1, $2, now()) "

@@ -37,6 +37,9 @@ std::string mark_dispatched(const std::string& t, const std::string& leases);
 std::string delete_dispatched(const std::string& schema);
 std::string record_failures(const std::string& t, const std::string& leases);
 std::string time_to_next_due(const std::string& t);
+// Its expression: ms until the next scheduled row or backoff, NULL for none;
+// of the partitions `partitions` (an int[] parameter), or of all with nullptr.
+std::string next_due_ms(const std::string& t, const char* partitions);
 // purge and purge_cancelled: $1 keep_for in ms, $2 the batch; one row, how many were deleted.
 std::string purge(const std::string& schema);
 // $1 partitions, $2 count cap, $3 destinations listed; `s` for settings.partition_count; defined in
@@ -45,6 +48,8 @@ std::string backlog(const std::string& s, const std::string& t);
 std::string backlog_of(const std::string& t);
 std::string purge_cancelled(const std::string& schema);
 std::string purge_events(const std::string& schema);
+// The channel the insert trigger NOTIFYs while an instance is idle (026_insert_cost.sql), unquoted.
+std::string wakeup_channel(const std::string& schema);
 std::string set_idle(const std::string& instances);
 std::string open_transactions();
 std::string still_open();

@@ -196,7 +196,7 @@ OutboxStore::OutboxStore(Connection& connection, std::string schema)
     : connection_(connection),
       schema_(std::move(schema)),
       table_(quote_ident(schema_) + ".messages"),
-      channel_(schema_ + "_wakeup"),
+      channel_(sql::wakeup_channel(schema_)),
       prefix_("outboxd." + schema_ + "."),
       statements_(statements(schema_)) {
   for (const auto& [name, text] : statements_) connection_.define(name, text);

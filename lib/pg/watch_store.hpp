@@ -1,0 +1,50 @@
+// Watching a dormant outbox: a registration that asks for NOTIFYs without a share, and one cheap look for work.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+#include "pg/connection.hpp"
+
+namespace outboxd::pg {
+
+// What one look at a dormant outbox saw (WatchStore::check()).
+struct WatchCheck {
+  // Changes whenever the set of rows that could become claimable changes;
+  // equal signatures mean nothing came that a RunLoop could send.
+  std::string signature;
+  // Until the earliest scheduled row or backoff of any partition falls due
+  // (database clock, rounded up); none when nothing waits.
+  std::optional<std::chrono::milliseconds> next_due;
+};
+
+// Plain autocommit statements on one outbox schema, as LeaseStore's: they
+// work behind PgBouncer in transaction mode. A watcher's row in
+// <schema>.instances (030_watchers.sql) is idle, so that inserts NOTIFY
+// channel(), and watching, so that no balancer counts it for the share.
+class WatchStore {
+ public:
+  WatchStore(Connection& connection, std::string schema);
+  // The statements it defines for outbox schema `schema`, by name.
+  static NamedStatements statements(const std::string& schema);
+
+  // Upserts the watcher's row (idle, watching, heartbeat now). Called again,
+  // it is the heartbeat that keeps forget_silent_instances() off the row.
+  core::Status watch(std::string_view watcher_id);
+  // Removes the row, through deregister_instance() (the dispatcher may not DELETE).
+  core::Status unwatch(std::string_view watcher_id);
+  // One statement; each part bounded (watch_store.cpp).
+  core::Result<WatchCheck> check();
+  // "<schema>_wakeup", where inserts NOTIFY while the row is idle.
+  const std::string& channel() const { return channel_; }
+
+ private:
+  Connection& connection_;
+  std::string prefix_;  // of this store's prepared statement names
+  std::string channel_;
+};
+
+}  // namespace outboxd::pg
