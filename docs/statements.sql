@@ -954,7 +954,7 @@ INSERT INTO "outbox".instances (instance_id)
   VALUES ($1)
 ON CONFLICT (instance_id)
   DO UPDATE SET
-    started_at = now(), heartbeat_at = now(), idle = false;
+    started_at = now(), heartbeat_at = now(), idle = false, watching = false;
 
 -- outboxd.outbox.deregister
 SELECT "outbox".deregister_instance ($1);
@@ -980,6 +980,7 @@ INSERT INTO "outbox".instances (instance_id)
         SELECT count(*)
         FROM "outbox".instances
       WHERE instance_id <> $1
+        AND NOT watching
         AND heartbeat_at > now() - $2::bigint * interval '1 millisecond')))::bigint AS n
 ), mine AS (
   SELECT partition, row_number() OVER (ORDER BY partition) AS rank

@@ -19,14 +19,16 @@ std::string ms(const char* param) { return std::string(param) + "::bigint * inte
 // first removes the instances silent for kDeadAfterTtls lease times, through
 // a security definer (028_dispatcher_locks.sql; DELETE on the table would let
 // the dispatcher lock it): its one row is the beat's source, so it runs once
-// on every balance, whatever plan the rest of the statement gets.
+// on every balance, whatever plan the rest of the statement gets. The share
+// counts serving instances only: a watcher (030_watchers.sql) holds no
+// lease, so counting it would leave its share of the partitions unleased.
 std::string balance_sql(const std::string& s) {
   const std::string live_since = "now() - " + ms("$2");
   return "WITH beat AS (INSERT INTO " + s + ".instances (instance_id) SELECT $1 FROM " + s +
          ".forget_silent_instances($1, " + std::to_string(LeaseStore::kDeadAfterTtls) + " * " + ms("$2") + ") "
          "ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()), "
          "share AS (SELECT ceil((SELECT count(*) FROM " + s + ".leases)::numeric / (1 + (SELECT count(*) FROM " + s +
-         ".instances WHERE instance_id <> $1 AND heartbeat_at > " + live_since + ")))::bigint AS n), "
+         ".instances WHERE instance_id <> $1 AND NOT watching AND heartbeat_at > " + live_since + ")))::bigint AS n), "
          "mine AS (SELECT partition, row_number() OVER (ORDER BY partition) AS rank FROM " + s +
          ".leases WHERE owner = $1 AND expires_at > now()), "
          "free AS (SELECT partition FROM " + s + ".leases "
@@ -55,9 +57,10 @@ NamedStatements LeaseStore::statements(const std::string& schema) {
   const std::string s = quote_ident(schema);
   const std::string prefix = "outboxd." + schema + ".";
   return {
+      // An instance that serves again after watching is a full instance.
       {prefix + "register_instance",
        "INSERT INTO " + s + ".instances (instance_id) VALUES ($1) ON CONFLICT (instance_id) "
-       "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false"},
+       "DO UPDATE SET started_at = now(), heartbeat_at = now(), idle = false, watching = false"},
       {prefix + "deregister", "SELECT " + s + ".deregister_instance($1)"},
       // Owner NULL: the next taker raises the epoch, even if it is us again.
       {prefix + "hand_back_all", "UPDATE " + s + ".leases SET owner = NULL, expires_at = NULL WHERE owner = $1"},

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "pg/lease_store.hpp"
+#include "pg/watch_store.hpp"
 #include "scratch_database.hpp"
 
 using namespace outboxd;
@@ -148,6 +149,26 @@ TEST_CASE("balance shares partitions among live instances; the surplus drains, t
   CHECK(must_balance(store, "c", ttl).empty());
   CHECK(over_share(must_balance(store, "a", ttl)) == 1);
   CHECK(over_share(must_balance(store, "b", ttl)) == 1);
+}
+
+TEST_CASE("a watcher takes no share: an instance beside it leases every partition", "[pg][lease][watch]") {
+  ScratchDatabase db;
+  Connection connection = db.migrated();
+  Connection daemon = db.dispatcher();
+  LeaseStore store(daemon, "outbox");
+  WatchStore watcher(daemon, "outbox");
+  const milliseconds ttl(15000);
+
+  REQUIRE(watcher.watch("w").ok());  // live: its heartbeat is fresh
+  const auto alone = must_balance(store, "a", ttl);
+  REQUIRE(alone.size() == 8);
+  CHECK(over_share(alone) == 0);
+  CHECK(over_share(must_balance(store, "a", ttl)) == 0);
+
+  // Serving under the same id, it is a full instance again: half each.
+  REQUIRE(store.register_instance("w").ok());
+  CHECK(must(connection, "SELECT watching OR idle FROM outbox.instances WHERE instance_id = 'w'").text(0, 0) == "f");
+  CHECK(over_share(must_balance(store, "a", ttl)) == 4);
 }
 
 TEST_CASE("balance takes over expired leases and forgets long-silent instances", "[pg][lease]") {
