@@ -43,7 +43,7 @@ std::string part(const std::string& t, const char* tag, const std::string& where
 // their due time is next_due's.
 //
 // next_due reads every partition (a watcher holds none) with
-// time_to_next_due's expression: min(due_at) through messages_scheduled_idx,
+// time_to_next_due's expression: the first due_at of messages_scheduled_idx,
 // min(next_attempt_at) through a partial index of the rows backing off,
 // which it reads whole: rows back off only while a daemon serves the outbox.
 std::string check_sql(const std::string& s) {

@@ -173,4 +173,7 @@ TEST_CASE("check prepared on an empty outbox reads each part through its partial
   CHECK(text.find("Index Only Scan Backward using messages_ready_idx") != std::string::npos);
   CHECK(text.find("Index Only Scan Backward using messages_scheduled_idx") != std::string::npos);
   CHECK(text.find("using messages_parked_idx") != std::string::npos);
+  // next_due: the first scheduled row in due order, not all of them (min() read messages_due_session_idx whole).
+  CHECK(text.find("Index Only Scan using messages_scheduled_idx on messages s") != std::string::npos);
+  CHECK(text.find("messages_due_session_idx") == std::string::npos);
 }
