@@ -121,10 +121,8 @@ TEST_CASE("a claim planned while the outbox was empty walks messages_ready_idx o
   must(setup,
        "INSERT INTO outbox.messages (message_id, destination, body) "
        "SELECT 'r' || i, 'bulk', '\\x00'::bytea FROM generate_series(1, 20000) i");
-  auto plan = daemon.exec("EXPLAIN EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 100, 0, '{}', 1000, NULL, '{}')");
-  REQUIRE(plan.ok());
-  std::string text;
-  for (int r = 0; r < plan.value().size(); ++r) text += std::string(plan.value().text(r, 0)) + "\n";
+  const std::string text =
+      plan_of(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 100, 0, '{}', 1000, NULL, '{}')");
   INFO(text);
   // With sequential scans allowed, this plan read the 20,000 rows and sorted them (pg::daemon_settings()).
   CHECK(text.find("Seq Scan on messages m") == std::string::npos);

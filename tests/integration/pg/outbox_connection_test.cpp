@@ -21,13 +21,6 @@ bool woken_within(Connection& connection, int timeout_ms) {
   return notified.value();
 }
 
-std::string plan(Connection& connection, const std::string& statement) {
-  const Rows rows = must(connection, "EXPLAIN (COSTS OFF) " + statement);
-  std::string text;
-  for (int i = 0; i < rows.size(); ++i) text += std::string(rows.text(i, 0)) + "\n";
-  return text;
-}
-
 // The purges delete inside functions that run as the owner (028_dispatcher_locks.sql): their DELETE,
 // taken from the function's source with older_than and batch_size as $1 and $2, prepared on `owner`
 // as `name`, is the statement PL/pgSQL plans, with custom plans first and a generic one later.
@@ -112,20 +105,20 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   const std::string known = "'{3,4,5}'";
   const std::string bytes = ", 16384";  // largest payload read inline
   const std::string immediate =
-      plan(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + bytes + ", NULL, '{}')");
+      plan_of(daemon, "EXECUTE \"outboxd.outbox.claim_immediate\"('{0,1,2,3,4,5,6,7}', 500, 0, " + known + bytes + ", NULL, '{}')");
   INFO(immediate);
   CHECK_THAT(immediate, Catch::Contains("messages_ready_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_blocked_idx"));
   CHECK_THAT(immediate, Catch::Contains("messages_due_session_idx"));
   CHECK_THAT(immediate, Catch::Contains("NOT (hashed SubPlan"));  // one hash of the known rows, not a scan per row
   const std::string scheduled =
-      plan(daemon, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + bytes + ")");
+      plan_of(daemon, "EXECUTE \"outboxd.outbox.claim_scheduled\"('{0,1,2,3,4,5,6,7}', 500, " + known + bytes + ")");
   INFO(scheduled);
   CHECK_THAT(scheduled, Catch::Contains("messages_scheduled_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_blocked_idx"));
   CHECK_THAT(scheduled, Catch::Contains("messages_due_session_idx"));
   CHECK_THAT(scheduled, Catch::Contains("NOT (hashed SubPlan"));
-  const std::string next_due = plan(daemon, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
+  const std::string next_due = plan_of(daemon, "EXECUTE \"outboxd.outbox.time_to_next_due\"('{0,1,2,3,4,5,6,7}')");
   INFO(next_due);
   CHECK_THAT(next_due, Catch::Contains("messages_scheduled_idx"));
   // The earliest backoff end: either partial index of failed rows serves (both are small); never the table.
@@ -134,13 +127,13 @@ TEST_CASE("the store's statements use the partial indexes", "[pg][store]") {
   must(connection, "SET plan_cache_mode = " + mode);
   prepare_function_delete(connection, "outbox.purge_dispatched(interval, int)", "purge_body");
   prepare_function_delete(connection, "outbox.purge_cancelled(interval, int)", "purge_cancelled_body");
-  const std::string purge = plan(connection, "EXECUTE purge_body('1 hour', 1000)");
+  const std::string purge = plan_of(connection, "EXECUTE purge_body('1 hour', 1000)");
   INFO(purge);
   CHECK_THAT(purge, Catch::Contains("messages_dispatched_idx"));
-  const std::string cancelled = plan(connection, "EXECUTE purge_cancelled_body('1 hour', 1000)");
+  const std::string cancelled = plan_of(connection, "EXECUTE purge_cancelled_body('1 hour', 1000)");
   INFO(cancelled);
   CHECK_THAT(cancelled, Catch::Contains("messages_cancelled_idx"));
-  const std::string mark = plan(daemon, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
+  const std::string mark = plan_of(daemon, "EXECUTE \"outboxd.outbox.mark_dispatched\"('{1,2,3}', 'a')");
   INFO(mark);
   CHECK_THAT(mark, Catch::Contains("messages_pkey"));
 }

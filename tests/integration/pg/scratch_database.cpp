@@ -132,6 +132,13 @@ Rows must(Connection& connection, const std::string& sql, const Params& params) 
   return std::move(rows).value();
 }
 
+std::string plan_of(Connection& connection, const std::string& statement) {
+  const Rows rows = must(connection, "EXPLAIN (COSTS OFF) " + statement);
+  std::string text;
+  for (int r = 0; r < rows.size(); ++r) text += std::string(rows.text(r, 0)) + "\n";
+  return text;
+}
+
 void terminate_backend(Connection& victim) {
   const std::string pid(must(victim, "SELECT pg_backend_pid()").text(0, 0));
   Connection connection = ScratchDatabase::admin();

@@ -45,6 +45,9 @@ class ScratchDatabase {
 Rows must(Connection& connection, const std::string& sql);
 Rows must(Connection& connection, const std::string& sql, const Params& params);
 
+// The plan of `statement` (EXPLAIN (COSTS OFF) on `connection`), one line per plan row.
+std::string plan_of(Connection& connection, const std::string& statement);
+
 // Terminates the backend of `victim` from an admin connection.
 void terminate_backend(Connection& victim);
 

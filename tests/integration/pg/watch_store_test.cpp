@@ -164,10 +164,7 @@ TEST_CASE("check prepared on an empty outbox reads each part through its partial
        "now() + CASE i % 3 WHEN 0 THEN interval '-1 hour' WHEN 1 THEN interval '1 day' ELSE interval '-1 minute' END "
        "FROM generate_series(1, 6000) i");
   must(setup, "UPDATE outbox.messages SET status = 'parked' WHERE message_id IN ('r3', 'r6')");
-  auto plan = daemon.exec("EXPLAIN EXECUTE \"outboxd.outbox.watch_check\"");
-  REQUIRE(plan.ok());
-  std::string text;
-  for (int r = 0; r < plan.value().size(); ++r) text += std::string(plan.value().text(r, 0)) + "\n";
+  const std::string text = plan_of(daemon, "EXECUTE \"outboxd.outbox.watch_check\"");
   INFO(text);
   CHECK(text.find("Seq Scan") == std::string::npos);
   CHECK(text.find("Index Only Scan Backward using messages_ready_idx") != std::string::npos);
