@@ -38,9 +38,11 @@ std::string part(const std::string& t, const char* tag, const std::string& where
 // new row, a late commit (a row with an id below others already seen), a
 // requeue or a skip of a parked row, a scheduled row that falls due or is
 // fired each change a count or a sum. Newest first, so that beyond the cap
-// a new row or a row just due still enters what is counted. A cancel
-// changes no part: cancel() takes only rows not yet due, which block no one;
-// their due time is next_due's.
+// a new row or a row just due still enters what is counted; a change below
+// the newest 100,000 rows of a part (a late commit that far behind, a
+// requeue beyond the first 100,000 parked rows) goes unseen until the next
+// change that is seen. A cancel changes no part: cancel() takes only rows
+// not yet due, which block no one; their due time is next_due's.
 //
 // next_due reads every partition (a watcher holds none) with
 // time_to_next_due's expression: the first due_at of messages_scheduled_idx,

@@ -13,8 +13,9 @@ namespace outboxd::pg {
 
 // What one look at a dormant outbox saw (WatchStore::check()).
 struct WatchCheck {
-  // Changes whenever the set of rows that could become claimable changes;
-  // equal signatures mean nothing came that a RunLoop could send.
+  // Changes whenever the set of rows that could become claimable changes
+  // (within the caps of watch_store.cpp): equal signatures, nothing came
+  // that a RunLoop could send.
   std::string signature;
   // Until the earliest scheduled row or backoff of any partition falls due
   // (database clock, rounded up); none when nothing waits.
