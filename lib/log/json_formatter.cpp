@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "core/safe_text.hpp"
+#include "log/log.hpp"
 
 namespace outboxd::log {
 
@@ -50,6 +51,10 @@ void JsonFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_b
   fmt::format_to(std::back_inserter(dest), ".{:03}Z\",\"level\":\"", millis.count());
   const auto level = spdlog::level::to_string_view(msg.level);
   dest.append(level.data(), level.data() + level.size());
+  if (const auto& outbox = thread_outbox(); !outbox.empty()) {
+    dest.append(std::string_view("\",\"outbox\":\""));
+    append_json_escaped(outbox, dest);
+  }
   dest.append(std::string_view("\",\"msg\":\""));
   append_json_escaped(std::string_view(msg.payload.data(), msg.payload.size()), dest);
   dest.append(std::string_view("\"}\n"));

@@ -12,11 +12,18 @@ namespace outboxd::log {
 
 namespace {
 
+thread_local std::string current_outbox;
+
 // %v, but a message that carries a newline or a terminal escape from a row or
 // a broker cannot start a line of its own or repaint the operator's terminal.
 class EscapedMessage final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    if (!current_outbox.empty()) {
+      dest.append(std::string_view("outbox "));
+      dest.append(current_outbox.data(), current_outbox.data() + current_outbox.size());
+      dest.append(std::string_view(": "));
+    }
     const std::string text = core::escaped_for_log(std::string_view(msg.payload.data(), msg.payload.size()));
     dest.append(text.data(), text.data() + text.size());
   }
@@ -24,6 +31,9 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
 };
 
 }  // namespace
+
+void set_thread_outbox(std::string name) { current_outbox = std::move(name); }
+const std::string& thread_outbox() { return current_outbox; }
 
 std::unique_ptr<spdlog::formatter> human_formatter() {
   auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);

@@ -19,4 +19,9 @@ core::Status init(const std::string& level, Format format);
 // with control characters and invalid UTF-8 escaped (core::escaped_for_log).
 std::unique_ptr<spdlog::formatter> human_formatter();
 
+// The outbox the calling thread serves, when one daemon serves many: each
+// line it logs names it ("outbox acme: ..." or "outbox":"acme"). Empty: none.
+void set_thread_outbox(std::string name);
+const std::string& thread_outbox();
+
 }  // namespace outboxd::log
