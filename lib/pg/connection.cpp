@@ -407,19 +407,25 @@ core::Status Connection::listen(std::string channel) {
   return {};
 }
 
-core::Result<bool> Connection::consume_input_and_notifications() {
+core::Result<std::vector<std::string>> Connection::take_notifications() {
   if (not_connected()) return state_->last_failure.to_error();
   if (PQconsumeInput(state_->conn) == 0) {
     state_->last_failure = make_failure("", "reading from PostgreSQL: " + one_line(PQerrorMessage(state_->conn)), true,
                                         false);
     return state_->last_failure.to_error();
   }
-  bool notified = false;
+  std::vector<std::string> channels;
   while (PGnotify* notification = PQnotifies(state_->conn)) {
-    notified = true;
+    channels.emplace_back(notification->relname);
     PQfreemem(notification);
   }
-  return notified;
+  return channels;
+}
+
+core::Result<bool> Connection::consume_input_and_notifications() {
+  auto channels = take_notifications();
+  if (!channels) return channels.error();
+  return !channels.value().empty();
 }
 
 core::Result<bool> Connection::wait_for_notification(std::chrono::milliseconds bound) {

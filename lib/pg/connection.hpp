@@ -114,6 +114,8 @@ class Connection {
   // Reads what the server sent; true if at least one NOTIFY arrived since
   // the last call (including those that came in during other statements).
   core::Result<bool> consume_input_and_notifications();
+  // The same, naming the channel of each NOTIFY that arrived (a listener of many outboxes).
+  core::Result<std::vector<std::string>> take_notifications();
   // Waits up to `bound` for the socket; true as soon as a NOTIFY has arrived.
   core::Result<bool> wait_for_notification(std::chrono::milliseconds bound);
 
