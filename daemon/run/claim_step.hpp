@@ -56,6 +56,11 @@ class ClaimStep {
   // the transactions open at that moment.
   void arm_notify(bool armed);
   bool notify_armed() const { return notify_armed_; }
+  // Armed and no claim waiting for the standby. Transactions that may have
+  // missed the arming do not count: one held open for hours would keep the
+  // outbox from ever being let go; after it, the watcher's checks count rows
+  // by state, late commits included.
+  bool settled() const { return notify_armed_ && !standby_.waiting(); }
   bool busy() const { return notify_policy_.busy(); }
   // A NOTIFY arrived (or one held back is due): the book expects rows now,
   // or once NotifyBudget lets a NOTIFY wake a claim again (the notified timer).

@@ -10,12 +10,13 @@
 namespace outboxd::daemon {
 
 DatabaseConnection::DatabaseConnection(const config::Config& config, std::string instance_id, const core::Clock& clock,
-                                       core::RandomSource& random)
+                                       core::RandomSource& random, bool verify_listen)
     : config_(config),
       instance_id_(std::move(instance_id)),
       clock_(clock),
       random_(random),
-      backoff_({config.database.reconnect_min, config.database.reconnect_max, 2.0, 0.2}) {
+      backoff_({config.database.reconnect_min, config.database.reconnect_max, 2.0, 0.2}),
+      verify_listen_(verify_listen) {
   if (!notifications()) {
     spdlog::info("database.pooler is transaction and database.listen_url is not set: no NOTIFY wake-ups, "
                  "new rows are found by polling every {} ms (dispatch.poll_interval_ms)",
@@ -64,7 +65,7 @@ core::Status DatabaseConnection::listen() {
   const config::DatabaseConfig& database = config_.database;
   if (database.pooler != config::Pooler::transaction) {
     if (auto listening = store_->listen(); !listening) return listening;
-    return check_listen();
+    return verify_listen_ ? check_listen() : core::Status{};
   }
   if (database.listen_url.empty()) return {};
   config::DatabaseConfig direct = database;
@@ -136,16 +137,19 @@ core::Status DatabaseConnection::ensure_connected() {
   return {};
 }
 
-// The password file is read at every attempt, so a rotated password is used
-// from the next connection on; an unreadable file fails the attempt (retried).
-core::Result<pg::Connection> DatabaseConnection::open_connection() const {
-  config::DatabaseConfig database = config_.database;
+core::Result<pg::Connection> open_database(const config::DatabaseConfig& database,
+                                           const std::string& application_name) {
+  config::DatabaseConfig with_password = database;
   if (!database.password_file.empty()) {
     auto password = config::read_secret_file(database.password_file, database.password_file);
     if (!password) return core::transient_error("database.password_file: " + password.error().message);
-    database.password = std::move(password).value();
+    with_password.password = std::move(password).value();
   }
-  return pg::Connection::open(database, "outboxd " + instance_id_);
+  return pg::Connection::open(with_password, application_name);
+}
+
+core::Result<pg::Connection> DatabaseConnection::open_connection() const {
+  return open_database(config_.database, "outboxd " + instance_id_);
 }
 
 void DatabaseConnection::lost(const core::Error& error) {

@@ -16,6 +16,12 @@
 
 namespace outboxd::daemon {
 
+// A connection to `database` for `application_name`, its password_file read
+// now: a rotated password is used from the next connection on; an unreadable
+// file fails the attempt (retried).
+core::Result<pg::Connection> open_database(const config::DatabaseConfig& database,
+                                           const std::string& application_name);
+
 // Explicit connection states, checked by the loop (no nested callbacks).
 enum class ConnectionState { down, up };
 
@@ -23,8 +29,11 @@ enum class ConnectionState { down, up };
 // pg::OutboxStore or pg::LeaseStore of the current connection.
 class DatabaseConnection final : public Database, public RowStore, public LeaseStore {
  public:
+  // `verify_listen` false: the LISTEN is trusted without the NOTIFY sent from
+  // a second connection, which a daemon of many outboxes has no budget for
+  // (database.pooler says whether a pooler is in the way).
   DatabaseConnection(const config::Config& config, std::string instance_id, const core::Clock& clock,
-                     core::RandomSource& random);
+                     core::RandomSource& random, bool verify_listen = true);
 
   // Connects when down and the backoff allows it. A fatal error (bad
   // credentials, schema not migrated) or a missing privilege (forbidden) is
@@ -47,6 +56,9 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   bool notifications() const override;
   int socket() override;  // where NOTIFY arrives
   bool drain_notifications() override;  // true if a NOTIFY arrived
+
+  // The connection itself while up, for statements beyond the ports' (the watcher's); else none.
+  pg::Connection* connection() { return up() ? &*connection_ : nullptr; }
 
   RowStore& rows() override { return *this; }
   LeaseStore& leases() override { return *this; }
@@ -114,6 +126,7 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   int failures_ = 0;
   bool fresh_ = false;
   bool login_refused_ = false;
+  bool verify_listen_;
   bool listen_lost_ = false;  // check_listen() saw no NOTIFY come back: poll
   // Ample for a NOTIFY between two connections to one server; paid only when it never comes.
   static constexpr std::chrono::milliseconds kListenCheck{2000};

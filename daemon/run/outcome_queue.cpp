@@ -24,6 +24,14 @@ void OutcomeQueue::on_connection(bool up, std::string node, std::string reason) 
   event_fd_.notify();
 }
 
+void OutcomeQueue::replay_connection(std::string node) {
+  {
+    std::lock_guard lock(mutex_);
+    pending_.connection_events.push_back({true, std::move(node), "", true});
+  }
+  event_fd_.notify();
+}
+
 BrokerNews OutcomeQueue::take() {
   BrokerNews taken;
   std::lock_guard lock(mutex_);

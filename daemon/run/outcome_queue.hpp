@@ -18,6 +18,8 @@ class OutcomeQueue final : public amqp::OutcomeSink {
   // AMQP thread.
   void on_outcome(amqp::Outcome outcome) override;
   void on_connection(bool up, std::string node, std::string reason) override;
+  // A connection shared with other outboxes is up as this queue's loop starts (BrokerNews' replay).
+  void replay_connection(std::string node);
 
   // Main thread: everything that arrived since the last call.
   BrokerNews take();

@@ -86,6 +86,9 @@ struct BrokerNews {
     bool up = false;
     std::string node;  // the broker node, host:port
     std::string reason;
+    // Not news: the state of a connection shared with other outboxes, told
+    // to a run loop that starts while it is up. Neither logged nor counted.
+    bool replay = false;
   };
   std::vector<amqp::Outcome> outcomes;
   std::vector<ConnectionEvent> connection_events;

@@ -46,7 +46,7 @@ void PublishStep::publish_ready(bool stopping) {
 void PublishStep::note_connection(const std::vector<BrokerNews::ConnectionEvent>& events) {
   for (const auto& event : events) {
     if (event.up) {
-      if (!up_) spdlog::info("broker connected: {}", event.reason);
+      if (!up_ && !event.replay) spdlog::info("broker connected: {}", event.reason);
       down_reason_.clear();
       metrics_.broker_node.replace({{{{"node", event.node}}, 1.0}});
     } else {

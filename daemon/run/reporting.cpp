@@ -17,11 +17,11 @@ Reporting::Settings Reporting::settings_of(const config::Config& config) {
 Reporting::Reporting(Settings settings, metrics::Registry& registry, Parts parts, RunLoopMetrics& metrics,
                      dispatch::LoopTimers& timers, const core::Clock& clock)
     : settings_(std::move(settings)), registry_(registry), parts_(parts), metrics_(metrics), timers_(timers),
-      clock_(clock), service_(clock) {}
+      clock_(clock), service_(clock, settings_.service_manager) {}
 
 void Reporting::set_settings(Settings settings) {
   settings_.poll_interval = settings.poll_interval;
-  settings_.stats_interval = settings.stats_interval;
+  settings_.stats_interval = settings.stats_interval;  // listen and service_manager stay as started
   schedule_stats(clock_.now());
 }
 

@@ -35,6 +35,7 @@ class Reporting {
     std::string listen;                          // http.listen; empty: no HTTP server
     std::chrono::milliseconds poll_interval{};   // dispatch.poll_interval_ms: the longest quiet sleep
     std::chrono::milliseconds stats_interval{};  // dispatch.stats_interval_ms; 0: no stats line
+    bool service_manager = true;  // false for one outbox of many: the supervisor speaks to systemd
   };
   static Settings settings_of(const config::Config& config);
 

@@ -25,9 +25,23 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   return policy;
 }
 
-RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
+namespace {
+
+Reporting::Settings reporting_settings(const config::Config& config, RunLoop::Role role) {
+  auto settings = Reporting::settings_of(config);
+  if (role == RunLoop::Role::tenant) {
+    settings.listen.clear();
+    settings.service_manager = false;
+  }
+  return settings;
+}
+
+}  // namespace
+
+RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports, Role role)
     : config_(std::move(config)),
       instance_id_(std::move(instance_id)),
+      role_(role),
       metrics_(registry_),
       ports_(ports),
       book_(planner_policy(config_.dispatch), ports_.clock, ports_.random),
@@ -39,7 +53,7 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports)
       publisher_(ports_.broker, book_, leases_, decisions_, metrics_, ports_.clock),
       backlog_(BacklogStep::settings_of(config_), registry_, ports_.database, leases_, timers_, ports_.clock,
                [this](const core::Error& error) { fail_database(error); }),
-      reporting_(Reporting::settings_of(config_), registry_,
+      reporting_(reporting_settings(config_, role_), registry_,
                  {book_, ports_.database, leases_, publisher_, claims_, decisions_}, metrics_, timers_,
                  ports_.clock) {}
 
@@ -51,7 +65,8 @@ int RunLoop::run() {
 }
 
 std::optional<int> RunLoop::start() {
-  spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
+  if (role_ == Role::alone) spdlog::info("outboxd {} starting as instance {}", OUTBOXD_VERSION, instance_id_);
+  else spdlog::debug("serving as instance {}", instance_id_);
   if (!reporting_.start() || !publisher_.start()) return 1;
   const auto now = ports_.clock.now();
   timers_.set(Timer::poll, now + config_.dispatch.poll_interval);
@@ -95,8 +110,10 @@ int RunLoop::finish() {
   if (book_.in_flight() > 0) {
     spdlog::warn("stopped with {} deliveries unconfirmed; they will be published again", book_.in_flight());
   }
-  spdlog::info("outboxd stopped: dispatched {}, parked {}", decisions_.totals().dispatched,
-               decisions_.totals().parked);
+  if (role_ == Role::alone) {
+    spdlog::info("outboxd stopped: dispatched {}, parked {}", decisions_.totals().dispatched,
+                 decisions_.totals().parked);
+  }
   return exit_code_.value_or(0);
 }
 
@@ -120,17 +137,25 @@ void RunLoop::fail_database(const core::Error& error) {
 // as a configuration error, which systemd does not restart: a restarted daemon
 // would publish the rows it could not mark again, and again. So does a login
 // the server refuses: restarting cannot change the credentials or the database name.
+// One outbox of many ends its loop alone: the daemon goes on, and the
+// supervisor tries the outbox again later.
 void RunLoop::stop_for(const core::Error& error) {
+  const auto level = role_ == Role::alone ? spdlog::level::critical : spdlog::level::err;
   if (error.kind == core::ErrorKind::forbidden) {
-    spdlog::critical("database: {}; {}", error.message, ports_.database.privilege_fix());
+    spdlog::log(level, "database: {}; {}", error.message, ports_.database.privilege_fix());
     exit_code_ = kExitConfig;
   } else if (ports_.database.login_refused()) {
-    spdlog::critical("database: {}", error.message);
+    spdlog::log(level, "database: {}", error.message);
     exit_code_ = kExitConfig;
   } else {
-    spdlog::critical("database: {}", error.message);
+    spdlog::log(level, "database: {}", error.message);
     exit_code_ = kExitFailure;
   }
+}
+
+bool RunLoop::quiescent() const {
+  return !stopping_ && !exit_code_ && ports_.database.up() && book_.in_flight() == 0 && book_.buffered() == 0 &&
+         book_.pending_writes().empty() && !book_.claim_may_find_rows() && claims_.settled();
 }
 
 bool RunLoop::finished_stopping() const {

@@ -28,10 +28,15 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
 
 class RunLoop {
  public:
+  // alone: the daemon's one outbox. tenant: one outbox of many, served while
+  // it has rows (daemon/tenants): the supervisor owns the HTTP server, the
+  // service manager, signals and reloads, and ends the loop with request_stop().
+  enum class Role { alone, tenant };
+
   // The loop owns the running configuration: a reload (SIGHUP) changes
   // the parts that can change at run time; its other parts stay as started.
   // The ports must outlive the loop.
-  RunLoop(config::Config config, std::string instance_id, Ports ports);
+  RunLoop(config::Config config, std::string instance_id, Ports ports, Role role = Role::alone);
 
   // Runs until SIGTERM/SIGINT (exit 0) or a fatal error (non-zero; 78 for a
   // missing privilege, a configuration error that systemd does not restart):
@@ -46,10 +51,20 @@ class RunLoop {
   int finish();
 
   const RunLoopMetrics& metrics() const { return metrics_; }
+  const DecisionWriter::Totals& totals() const { return decisions_.totals(); }
+
+  // As SIGTERM: no more claims, in-flight outcomes awaited up to
+  // dispatch.shutdown_timeout_ms, leases handed back by finish().
+  void request_stop();
+  // Nothing held, in flight or unwritten, and writers NOTIFY it with no
+  // transaction left that may have missed the arming: what it serves is
+  // idle, and a watcher can take over.
+  bool quiescent() const;
 
  private:
   // The steps of a turn that are the loop's own; the others belong to its parts.
   void handle_signals();
+  void begin_stop();
   void reload();
   void apply_reload(config::ReloadPlan plan);
   core::Status keep_database();
@@ -67,6 +82,7 @@ class RunLoop {
 
   config::Config config_;
   std::string instance_id_;
+  Role role_;
   metrics::Registry registry_;
   RunLoopMetrics metrics_;
   Ports ports_;

@@ -22,14 +22,22 @@ void RunLoop::handle_signals() {
     if (!stopping_) {
       spdlog::info("{}: stopping; waiting up to {} ms for {} in-flight deliveries", strsignal(signal),
                    config_.dispatch.shutdown_timeout.count(), book_.in_flight());
-      stopping_ = true;
-      reporting_.stopping();
-      timers_.set(dispatch::Timer::stop, ports_.clock.now() + config_.dispatch.shutdown_timeout);
+      begin_stop();
     } else {
       spdlog::warn("{} again: stopping now", strsignal(signal));
       timers_.set(dispatch::Timer::stop, ports_.clock.now());
     }
   }
+}
+
+void RunLoop::begin_stop() {
+  stopping_ = true;
+  reporting_.stopping();
+  timers_.set(dispatch::Timer::stop, ports_.clock.now() + config_.dispatch.shutdown_timeout);
+}
+
+void RunLoop::request_stop() {
+  if (!stopping_) begin_stop();
 }
 
 // The file is read and checked in full before anything changes: an invalid

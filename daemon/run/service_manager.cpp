@@ -8,7 +8,8 @@
 
 namespace outboxd::daemon {
 
-ServiceManager::ServiceManager(const core::Clock& clock) : clock_(clock), watchdog_(watchdog_interval()) {}
+ServiceManager::ServiceManager(const core::Clock& clock, bool enabled)
+    : clock_(clock), enabled_(enabled), watchdog_(enabled ? watchdog_interval() : std::nullopt) {}
 
 std::optional<std::chrono::microseconds> ServiceManager::watchdog_interval() {
   std::uint64_t usec = 0;
@@ -16,11 +17,14 @@ std::optional<std::chrono::microseconds> ServiceManager::watchdog_interval() {
   return std::nullopt;
 }
 
-void ServiceManager::ready() { sd_notify(0, "READY=1"); }
+void ServiceManager::ready() {
+  if (enabled_) sd_notify(0, "READY=1");
+}
 
 // MONOTONIC_USEC lets the service manager tell this reload from an earlier one;
 // it is CLOCK_MONOTONIC whatever clock the loop runs on.
 void ServiceManager::reloading() {
+  if (!enabled_) return;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   const auto usec = static_cast<unsigned long long>(now.tv_sec) * 1000000ULL +
@@ -30,9 +34,12 @@ void ServiceManager::reloading() {
   status_ = phase_;
 }
 
-void ServiceManager::stopping() { sd_notify(0, "STOPPING=1"); }
+void ServiceManager::stopping() {
+  if (enabled_) sd_notify(0, "STOPPING=1");
+}
 
 void ServiceManager::status(std::string_view phase, const std::string& detail, bool refresh) {
+  if (!enabled_) return;
   const bool new_phase = phase != phase_;
   std::string text(phase);
   if (!detail.empty()) text += ": " + detail;

@@ -12,7 +12,9 @@ namespace outboxd::daemon {
 
 class ServiceManager {
  public:
-  explicit ServiceManager(const core::Clock& clock);
+  // `enabled` false: every call is a no-op (a run loop serving one outbox of
+  // many: the supervisor alone speaks to the service manager).
+  ServiceManager(const core::Clock& clock, bool enabled);
 
   // The interval the service manager's watchdog expects pings in
   // (WATCHDOG_USEC, for this process if WATCHDOG_PID is set), if any.
@@ -32,6 +34,7 @@ class ServiceManager {
 
  private:
   const core::Clock& clock_;
+  bool enabled_;
   std::optional<std::chrono::microseconds> watchdog_;
   core::SteadyTime next_ping_{};
   std::string phase_;   // of the last STATUS= sent

@@ -60,7 +60,11 @@ void TenantSchedule::set_listened(Id id, bool listened) {
   Outbox& outbox = at(id);
   if (outbox.listened == listened) return;
   outbox.listened = listened;
-  if (outbox.state == State::dormant) outbox.since = clock_.now();
+  check_now(id);
+}
+
+void TenantSchedule::check_now(Id id) {
+  if (known(id) && at(id).state == State::dormant) at(id).since = clock_.now();
 }
 
 void TenantSchedule::on_notified(Id id) {

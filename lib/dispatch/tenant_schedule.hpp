@@ -59,6 +59,8 @@ class TenantSchedule {
 
   // Its database's listener came (NOTIFY wakes it; checked as a fallback) or went.
   void set_listened(Id id, bool listened);
+  // A dormant outbox is checked at the next plan (its watch row is missing).
+  void check_now(Id id);
   // A NOTIFY on its channel: a dormant outbox is wanted; one being served
   // after it began to release is wanted again when the release ends.
   void on_notified(Id id);
