@@ -48,6 +48,10 @@ bool Diagnostics::has_error_at(std::string_view path) const {
   });
 }
 
+bool Diagnostics::has_error_exactly_at(std::string_view path) const {
+  return std::any_of(items_.begin(), items_.end(), [path](const Diagnostic& item) { return item.key_path == path; });
+}
+
 std::vector<Diagnostic> Diagnostics::take_sorted() {
   std::stable_sort(items_.begin(), items_.end(), [](const Diagnostic& a, const Diagnostic& b) {
     if (a.line != b.line) return a.line < b.line;

@@ -24,6 +24,7 @@ class Diagnostics {
   // Whether something at this key path, or under it, was reported already;
   // rules spanning several keys stay quiet about values known to be bad.
   bool has_error_at(std::string_view path) const;
+  bool has_error_exactly_at(std::string_view path) const;
   // In file order; diagnostics at the same position keep the order they were found in.
   std::vector<Diagnostic> take_sorted();
 

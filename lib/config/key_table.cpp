@@ -30,7 +30,7 @@ constexpr std::int64_t kMaxInt = INT32_MAX;
 // (wait_for_standby excepted: each claim reads it).
 void add_connection_keys(std::vector<KeySpec>& t) {
   t.push_back(key<&Config::database, &DatabaseConfig::url>(
-      "database.url", restart, Custom<std::string>{read_database_url, "libpq URI or conninfo (required)"},
+      "database.url", restart, Custom<std::string>{read_database_url, "libpq URI or conninfo (required with one outbox)"},
       "the PostgreSQL to dispatch from"));
   t.push_back(password_key<&Config::database>("database.password", "password, if url carries none"));
   t.push_back(password_file_key<&Config::database>("database.password_file", "file holding the password"));
@@ -218,6 +218,46 @@ void add_runtime_keys(std::vector<KeySpec>& t) {
   for (auto row = t.end() - 5; row != t.end(); ++row) row->on_reload = "console start";
 }
 
+// A row whose change is applied unless it moves the daemon between one
+// outbox and many, which only a restart does.
+KeySpec restart_between_forms(KeySpec row) {
+  row.on_reload = "applied; between one outbox and many: restart";
+  row.compare = [same = row.compare](const Config& running, const Config& loaded) {
+    const Change change = same(running, loaded);
+    if (change == Change::none || running.many_outboxes() == loaded.many_outboxes()) return change;
+    return Change::needs_restart;
+  };
+  return row;
+}
+
+// Many outboxes in one daemon. The daemon reads the list and the catalog
+// again on SIGHUP and starts and stops outboxes to match; the connection
+// budget and its timings are set at start.
+void add_outboxes_keys(std::vector<KeySpec>& t) {
+  t.push_back(restart_between_forms(key<&Config::outboxes>(
+      "outboxes", applied, Custom<std::vector<OutboxEntry>>{read_outboxes, "list of name, database:, outbox:"},
+      "the outboxes served, each database:'s and outbox:'s keys over theirs; none: the one outbox of those")));
+  t.push_back(key<&Config::tenants, &TenantsConfig::max_connections>(
+      "tenants.max_connections", restart, Int{2, 10'000},
+      "PostgreSQL connections across every outbox, the catalog's included"));
+  t.push_back(key<&Config::tenants, &TenantsConfig::idle_check_interval>(
+      "tenants.idle_check_interval_ms", restart, Millis{100, 3'600'000},
+      "how often an idle outbox that no LISTEN hears is checked for due rows"));
+  t.push_back(key<&Config::tenants, &TenantsConfig::release_after>(
+      "tenants.release_after_ms", restart, Millis{100, 86'400'000},
+      "an outbox with nothing to do gives its connection back after this"));
+  t.push_back(restart_between_forms(key<&Config::tenants, &TenantsConfig::catalog, &CatalogConfig::query>(
+      "tenants.catalog.query", applied,
+      Custom<std::string>{read_catalog_query, "SQL: a SELECT of name, and as needed url, schema, workflow_schema"},
+      "more outboxes, one a row; none: the list alone")));
+  t.push_back(key<&Config::tenants, &TenantsConfig::catalog, &CatalogConfig::database>(
+      "tenants.catalog.database", applied, Custom<DatabaseConfig>{read_catalog_database, "any key of database:"},
+      "where the query runs: database: with these keys over it"));
+  t.push_back(key<&Config::tenants, &TenantsConfig::catalog, &CatalogConfig::refresh_interval>(
+      "tenants.catalog.refresh_interval_ms", applied, Millis{1000, 86'400'000},
+      "read the catalog again this often (and on SIGHUP)"));
+}
+
 }  // namespace
 
 const std::vector<KeySpec>& key_table() {
@@ -226,6 +266,7 @@ const std::vector<KeySpec>& key_table() {
     add_connection_keys(t);
     add_cloudevents_keys(t);
     add_runtime_keys(t);
+    add_outboxes_keys(t);
     return t;
   }();
   return table;

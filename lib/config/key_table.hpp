@@ -15,6 +15,11 @@ const std::vector<KeySpec>& key_table();
 // section once, as the rows ask for them.
 void read_keys(MapReader& root, Config& config);
 
+// Reads the rows of section `name` (database, outbox) from `section`, that
+// section opened wherever it sits (an item of outboxes:, tenants.catalog),
+// into `config`, whose values are the defaults the section's keys go over.
+void read_section_keys(MapReader& section, std::string_view name, Config& config);
+
 // The key table of docs/configuration.md: one Markdown row per key.
 std::string key_table_markdown();
 

@@ -9,9 +9,10 @@
 namespace outboxd::config {
 namespace {
 
-// "broker.tls" and "verify_host" of "broker.tls.verify_host".
+// "broker.tls" and "verify_host" of "broker.tls.verify_host"; "" and "outboxes" of "outboxes".
 std::pair<std::string_view, std::string_view> split_path(std::string_view path) {
   const auto dot = path.rfind('.');
+  if (dot == std::string_view::npos) return {{}, path};
   return {path.substr(0, dot), path.substr(dot + 1)};
 }
 
@@ -94,6 +95,12 @@ std::string describe(const StandbyWait& value) {
   return "?";
 }
 
+// No outbox listed: the one of database: and outbox:.
+std::string describe(const std::vector<OutboxEntry>& value) { return value.empty() ? "[]" : "(a list)"; }
+
+// A section of database:'s keys over database:, which is its default: none to write.
+std::string describe(const DatabaseConfig&) { return ""; }
+
 std::string shape_of(const Real& rule) { return "number " + describe(rule.min) + ".." + describe(rule.max); }
 
 }  // namespace key_detail
@@ -104,6 +111,16 @@ void read_keys(MapReader& root, Config& config) {
     if (!key.read) continue;
     const auto [section, name] = split_path(key.path);
     key.read(sections.at(section), name, config);
+  }
+}
+
+void read_section_keys(MapReader& section, std::string_view name, Config& config) {
+  const std::string prefix = std::string(name) + ".";
+  OpenSections sections(section);
+  for (const auto& key : key_table()) {
+    if (!key.read || !key.path.starts_with(prefix)) continue;
+    const auto [inner, leaf] = split_path(std::string_view(key.path).substr(prefix.size()));
+    key.read(sections.at(inner), leaf, config);
   }
 }
 

@@ -123,6 +123,20 @@ std::optional<YAML::Node> parse_document(std::string_view yaml, Diagnostics& dia
   return root;
 }
 
+// Whether the file takes the many-outbox form: known before the walk, which
+// reads database: first (see ReadContext::many_outboxes). Const nodes: a
+// lookup on a mutable one would add the key to the document; and a key a
+// map lacks gives a node that throws unless asked IsDefined() first.
+bool many_outboxes_form(const YAML::Node& root) {
+  const auto given = [](const YAML::Node& node) { return node.IsDefined() && !node.IsNull(); };
+  const auto map = [](const YAML::Node& node) { return node.IsDefined() && node.IsMap(); };
+  if (given(root["outboxes"])) return true;
+  const YAML::Node tenants = root["tenants"];
+  if (!map(tenants)) return false;
+  const YAML::Node catalog = tenants["catalog"];
+  return map(catalog) && given(catalog["query"]);
+}
+
 }  // namespace
 
 LoadResult load_string(std::string_view yaml, std::string source_name, const LoadOptions& options) {
@@ -137,6 +151,7 @@ LoadResult load_string(std::string_view yaml, std::string source_name, const Loa
   positions.record("", root_at);
   ReadContext context(diagnostics, positions, options.env ? options.env : process_environment(),
                       std::filesystem::path(source_name).parent_path());
+  context.many_outboxes = many_outboxes_form(*root);
   try {
     MapReader reader(context, *root, "", root_at);
     read_keys(reader, config);

@@ -118,8 +118,21 @@ core::Status set_database_url(DatabaseConfig& database, std::string url) {
   return {};
 }
 
+namespace {
+
+std::string host_of(const PgTarget& target) {
+  return target.get("host").empty() ? target.get("hostaddr") : target.get("host");
+}
+
+}  // namespace
+
+std::string database_identity(const PgTarget& target) {
+  const std::string dbname = target.get("dbname").empty() ? target.get("user") : target.get("dbname");
+  return hosts_and_ports(host_of(target), target.get("port")) + "/" + dbname;
+}
+
 std::string describe(const PgTarget& target) {
-  const std::string host = target.get("host").empty() ? target.get("hostaddr") : target.get("host");
+  const std::string host = host_of(target);
   // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false positive) on "literal" + string.
   std::string out;
   if (!target.get("user").empty()) out.append(target.get("user")).append(1, '@');

@@ -63,7 +63,10 @@ void read_password(MapReader& section, std::string& out, std::string& file_out) 
     section.report("password_file", "give either password or password_file, not both");
     return;
   }
-  if (has_password) out = std::move(password);
+  if (has_password) {
+    out = std::move(password);
+    file_out.clear();  // an outbox's own password over a password_file of database:'s
+  }
   if (!has_file) return;
   auto content = read_secret_file(file, written);
   if (!content) {
@@ -145,7 +148,13 @@ void read_broker_urls(MapReader& broker, std::string_view key, std::string& url,
   if (!out.endpoints.empty()) out.tls.enabled = out.endpoints.front().tls;
 }
 
+// Required in the one-outbox form. In the many-outbox form database: holds
+// defaults, and validate.cpp checks that every outbox ends with a url.
 void read_database_url(MapReader& database, std::string_view key, std::string& out, Config& config) {
+  if (database.many_outboxes() && !database.given(key)) {
+    (void)database.text(key, out);  // known, so an empty value is no unknown key
+    return;
+  }
   if (!database.required_text(key, out)) return;
   auto target = parse_pg_url(out);
   if (target) config.database.target = std::move(target).value();

@@ -39,4 +39,9 @@ core::Status set_database_url(DatabaseConfig& database, std::string url);
 // (a password equal to the host name leaves the host name as it is).
 std::string describe(const PgTarget& target);
 
+// Which database a connection string reaches, whoever logs in:
+// "host:port,.../dbname" (the database name defaulting to the user's, as in
+// libpq). Two outboxes with one identity and one schema are one outbox.
+std::string database_identity(const PgTarget& target);
+
 }  // namespace outboxd::config

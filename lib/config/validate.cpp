@@ -1,4 +1,6 @@
 // Rules that involve more than one key: timing order, lease arithmetic, schema names, TLS, passwords, CloudEvents.
+#include <algorithm>
+
 #include "config/checks.hpp"
 #include "config/scalar.hpp"
 
@@ -14,17 +16,6 @@ void check_reconnect(std::string_view section, std::chrono::milliseconds min, st
   if (!check.usable({min_key, max_key}) || max >= min) return;
   check.fail({max_key, min_key},
              "reconnect_max_ms (" + ms(max) + ") must be at least reconnect_min_ms (" + ms(min) + ")");
-}
-
-void check_database(const DatabaseConfig& database, CrossCheck& check) {
-  check_reconnect("database", database.reconnect_min, database.reconnect_max, check);
-  if (database.password.empty() || !check.usable({"database.url", "database.password", "database.password_file"})) {
-    return;
-  }
-  if (!database.target.get("password").empty()) {
-    check.fail({"database.password", "database.password_file"},
-               "the url already contains a password; give it in one place only");
-  }
 }
 
 void check_tls(const TlsConfig& tls, CrossCheck& check) {
@@ -66,12 +57,6 @@ void check_leases(const LeaseConfig& leases, CrossCheck& check) {
                  "), or a lease could lapse before it is renewed");
 }
 
-void check_outbox(const OutboxConfig& outbox, CrossCheck& check) {
-  if (outbox.schema != outbox.workflow_schema || !check.usable({"outbox.schema", "outbox.workflow_schema"})) return;
-  check.fail({"outbox.workflow_schema", "outbox.schema"},
-             "schema and workflow_schema must differ (both are " + quote_value(outbox.schema) + ")");
-}
-
 void check_cloudevents(const CloudEventsConfig& cloudevents, CrossCheck& check) {
   if (!cloudevents.enabled || !cloudevents.source.empty() ||
       !check.usable({"broker.cloudevents.enabled", "broker.cloudevents.source"})) {
@@ -83,6 +68,32 @@ void check_cloudevents(const CloudEventsConfig& cloudevents, CrossCheck& check) 
 
 }  // namespace
 
+std::optional<std::string> password_given_twice(const DatabaseConfig& database) {
+  if (database.password.empty() || database.target.get("password").empty()) return std::nullopt;
+  return "the url already contains a password; give it in one place only";
+}
+
+std::optional<std::string> schemas_problem(const OutboxConfig& outbox) {
+  if (outbox.schema != outbox.workflow_schema) return std::nullopt;
+  return "schema and workflow_schema must differ (both are " + quote_value(outbox.schema) + ")";
+}
+
+void check_database(const DatabaseConfig& database, const std::string& section, CrossCheck& check) {
+  check_reconnect(section, database.reconnect_min, database.reconnect_max, check);
+  const std::string url = section + ".url";
+  const std::string password = section + ".password";
+  const std::string password_file = section + ".password_file";
+  if (!check.usable({url, password, password_file})) return;
+  if (auto twice = password_given_twice(database)) check.fail({password, password_file, url}, *twice);
+}
+
+void check_outbox(const OutboxConfig& outbox, const std::string& section, CrossCheck& check) {
+  const std::string schema = section + ".schema";
+  const std::string workflow_schema = section + ".workflow_schema";
+  if (!check.usable({schema, workflow_schema})) return;
+  if (auto problem = schemas_problem(outbox)) check.fail({workflow_schema, schema}, *problem);
+}
+
 bool CrossCheck::usable(std::initializer_list<std::string_view> paths) const {
   for (const auto path : paths) {
     if (diagnostics_.has_error_at(path)) return false;
@@ -91,6 +102,9 @@ bool CrossCheck::usable(std::initializer_list<std::string_view> paths) const {
 }
 
 void CrossCheck::fail(std::initializer_list<std::string_view> paths, std::string message) {
+  if (only_given_ && std::none_of(paths.begin(), paths.end(), [&](std::string_view path) { return given(path); })) {
+    return;
+  }
   std::string chosen(*paths.begin());
   for (const auto path : paths) {
     if (positions_.given(std::string(path))) {
@@ -102,13 +116,15 @@ void CrossCheck::fail(std::initializer_list<std::string_view> paths, std::string
 }
 
 void validate(const Config& config, CrossCheck& check) {
-  check_database(config.database, check);
+  check_database(config.database, "database", check);
   check_reconnect("broker", config.broker.reconnect_min, config.broker.reconnect_max, check);
   check_tls(config.broker.tls, check);
   check_cloudevents(config.broker.cloudevents, check);
   check_dispatch(config.dispatch, check);
   check_leases(config.leases, check);
-  check_outbox(config.outbox, check);
+  check_outbox(config.outbox, "outbox", check);
+  check_outboxes(config, check);
+  check_tenants(config, check);
 }
 
 }  // namespace outboxd::config

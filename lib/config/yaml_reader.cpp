@@ -298,4 +298,22 @@ std::optional<std::vector<MapReader::Item>> MapReader::list(std::string_view key
   return items;
 }
 
+std::optional<std::size_t> MapReader::maps(std::string_view key, const std::function<void(MapReader& item)>& read) {
+  Entry* entry = use(key);
+  if (entry == nullptr) return std::nullopt;
+  if (!entry->value.IsSequence()) {
+    report(key, "expected a list, got " + describe(entry->value));
+    return std::nullopt;
+  }
+  std::size_t index = 0;
+  for (const auto& node : entry->value) {
+    const std::string item_path = child_path(key) + "[" + std::to_string(index++) + "]";
+    const Position item_at = position_of(node.Mark(), entry->value_at);
+    context_.positions.record(item_path, item_at);
+    MapReader item(context_, node, item_path, item_at);
+    read(item);
+  }
+  return index;
+}
+
 }  // namespace outboxd::config

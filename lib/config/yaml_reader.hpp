@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,9 @@ class ReadContext {
   KeyPositions& positions;
   const EnvLookup env;
   const std::filesystem::path base_dir;  // for relative file paths; empty: the working directory
+  // The file has outboxes: or tenants.catalog.query, known before the walk
+  // (which reads database: first): database: then holds the outboxes' defaults.
+  bool many_outboxes = false;
 
   void note_known(std::string path) { known_.push_back(std::move(path)); }
   void note_unknown(std::string parent, std::string key, Position at);
@@ -106,6 +110,10 @@ class MapReader {
   };
   // A list of scalars; nullopt when absent, null or unusable.
   std::optional<std::vector<Item>> list(std::string_view key);
+  // A list of mappings, each item read by `read` through a reader of its own
+  // at key[i] (an item that is no mapping is reported by that reader). The
+  // number of items; nullopt when absent, null or not a list.
+  std::optional<std::size_t> maps(std::string_view key, const std::function<void(MapReader& item)>& read);
 
   // A diagnostic at the key's value; always returns false.
   bool report(std::string_view key, const std::string& message);
@@ -113,6 +121,7 @@ class MapReader {
   std::string child_path(std::string_view key) const;
   const std::string& path() const { return path_; }
   Position position() const { return at_; }
+  bool many_outboxes() const { return context_.many_outboxes; }
 
  private:
   struct Entry {
