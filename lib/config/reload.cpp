@@ -19,12 +19,22 @@ void note(std::vector<std::string>& paths, const std::string& path) {
   if (paths.empty() || paths.back() != reported) paths.push_back(reported);
 }
 
+// In the many-outbox form database: and outbox: are the defaults of every
+// outbox, which the daemon builds again from the list and the catalog on
+// SIGHUP: a change to them is a change of outboxes, applied with the list.
+bool default_of_outboxes(const std::string& path) {
+  return path.starts_with("database.") || path.starts_with("outbox.");
+}
+
 }  // namespace
 
 ReloadPlan plan_reload(const Config& running, const Config& loaded) {
   ReloadPlan plan{running, {}, {}};
+  const bool many = running.many_outboxes() && loaded.many_outboxes();
   for (const auto& key : key_table()) {
-    switch (key.compare(running, loaded)) {
+    Change change = key.compare(running, loaded);
+    if (many && change != Change::none && default_of_outboxes(key.path)) change = Change::applied;
+    switch (change) {
       case Change::none: break;
       case Change::applied:
         key.adopt(plan.config, loaded);
@@ -32,6 +42,11 @@ ReloadPlan plan_reload(const Config& running, const Config& loaded) {
         break;
       case Change::needs_restart: note(plan.needs_restart, key.path); break;
     }
+  }
+  if (many) {
+    // Whole: the rows of inline passwords adopt nothing.
+    plan.config.database = loaded.database;
+    plan.config.outbox = loaded.outbox;
   }
   return plan;
 }

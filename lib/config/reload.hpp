@@ -25,6 +25,10 @@ struct ReloadPlan {
 // unchanged but whose contents changed counts as applied: the daemon reads the
 // file again at every connect. Everything else (URLs, inline passwords, TLS,
 // schema names, leases, http.listen, ...) needs a restart.
+// With many outboxes, the list (outboxes), the catalog (tenants.catalog) and
+// database: and outbox:, their defaults, are applied: the daemon builds its
+// outboxes again from plan.config. Moving between one outbox and many, and
+// the connection budget (tenants.max_connections and its timings), need a restart.
 ReloadPlan plan_reload(const Config& running, const Config& loaded);
 
 // The key paths plan_reload() compares: every row of the key table. A change

@@ -113,3 +113,51 @@ TEST_CASE("every key of the file is compared by the reload", "[config][reload]")
     CHECK(covered(path));
   }
 }
+
+namespace {
+
+Config many() {
+  Config config = base();
+  OutboxEntry acme{"acme", config.database, config.outbox};
+  config.outboxes = {acme};
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("with many outboxes the list, the catalog and their defaults are applied", "[config][reload]") {
+  Config loaded = many();
+  loaded.outboxes.push_back({"globex", loaded.database, loaded.outbox});
+  loaded.tenants.catalog.query = "SELECT name FROM tenants";
+  loaded.tenants.catalog.refresh_interval = milliseconds(5000);
+  loaded.database.url = "postgresql://outboxd@db2:5432/app";
+  loaded.database.password = "inline";
+  loaded.outbox.partitions = 8;
+
+  const auto plan = plan_reload(many(), loaded);
+  CHECK(plan.applied == Strings{"database.url", "database.password", "outbox.partitions", "outboxes",
+                                "tenants.catalog"});
+  CHECK(plan.needs_restart.empty());
+  CHECK(plan.config == loaded);
+}
+
+TEST_CASE("the connection budget, and moving between one outbox and many, need a restart", "[config][reload]") {
+  Config budget = many();
+  budget.tenants.max_connections = 64;
+  budget.tenants.release_after = milliseconds(1000);
+  auto plan = plan_reload(many(), budget);
+  CHECK(plan.needs_restart == Strings{"tenants.max_connections", "tenants.release_after_ms"});
+  CHECK(plan.config == many());
+
+  plan = plan_reload(base(), many());
+  CHECK(plan.needs_restart == Strings{"outboxes"});
+  CHECK(plan.applied.empty());
+  plan = plan_reload(many(), base());
+  CHECK(plan.needs_restart == Strings{"outboxes"});
+
+  Config catalog = base();
+  catalog.tenants.catalog.query = "SELECT name FROM tenants";
+  plan = plan_reload(base(), catalog);
+  CHECK(plan.needs_restart == Strings{"tenants.catalog"});
+  CHECK(plan.config == base());
+}
