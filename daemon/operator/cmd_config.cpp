@@ -19,6 +19,9 @@ int cmd_check_config(const std::string& path) {
   if (!config) return kExitConfig;
   for (const auto& warning : security_warnings(*config)) std::cerr << "warning: " << warning << '\n';
   std::cout << shown(config::summary(*config), core::kSafeTextMaxBytes) << '\n';
+  // With many outboxes, the listed ones and the catalog: the catalog's own
+  // outboxes are known only when it is read (outboxd status lists them).
+  for (const auto& line : config::outboxes_summary(*config)) std::cout << "  " << shown(line, 1000) << '\n';
   return kExitOk;
 }
 

@@ -75,6 +75,14 @@ std::vector<std::string> known_key_paths();
 // One line for `outboxd check-config`, without any secret, e.g.
 // "ok: database outboxd@127.0.0.1:5432/app, broker amqp://127.0.0.1:5672 (rabbitmq, PLAIN as guest), schema outbox, 64 partitions".
 // With broker.cloudevents on, ", CloudEvents from SOURCE for N destinations" follows the broker.
+// With many outboxes it counts them instead of naming a database and a schema:
+// "ok: 3 outboxes listed and more from a catalog, broker ...".
 std::string summary(const Config& config);
+
+// With many outboxes, the lines check-config prints after summary(): each
+// listed outbox (its name, database as describe() shows it, schemas), the
+// catalog (its database, interval and query) and the connection budget;
+// never a password. Empty with one outbox.
+std::vector<std::string> outboxes_summary(const Config& config);
 
 }  // namespace outboxd::config

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 
+#include "config/outboxes.hpp"
+
 namespace outboxd::config {
 
 bool is_loopback_host(std::string_view host) {
@@ -48,7 +50,11 @@ std::vector<std::string> secret_file_warnings(const Config& config) {
     if (path.empty() || ::stat(path.c_str(), &status) != 0) return;
     if (auto warning = secret_file_warning(key, path, status.st_mode)) warnings.push_back(std::move(*warning));
   };
-  check("database.password_file", config.database.password_file);
+  for (const auto& section : database_sections(config)) {
+    // An outbox's password file that is database:'s was checked as database:'s.
+    if (section.path != "database" && section.database->password_file == config.database.password_file) continue;
+    check(section.path + ".password_file", section.database->password_file);
+  }
   check("broker.password_file", config.broker.password_file);
   return warnings;
 }

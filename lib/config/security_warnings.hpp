@@ -31,7 +31,8 @@ std::optional<std::string> database_tls_warning(std::string_view key, const PgTr
 // bits `mode` give the group or others any access (mode & 077); nothing otherwise.
 std::optional<std::string> secret_file_warning(std::string_view key, std::string_view path, unsigned mode);
 
-// secret_file_warning for database.password_file and broker.password_file,
+// secret_file_warning for database.password_file and broker.password_file
+// (and each outbox's and the catalog's own database password_file),
 // with the modes read from the files now; a file that cannot be examined any
 // more is left to the next read to report.
 std::vector<std::string> secret_file_warnings(const Config& config);

@@ -76,3 +76,24 @@ TEST_CASE("secret_file_warnings reads the modes of both password files", "[confi
   CHECK(secret_file_warnings(loaded.value()).empty());
   fs::remove_all(dir);
 }
+
+TEST_CASE("secret_file_warnings reads an outbox's own password file, not database:'s again", "[config][security]") {
+  const fs::path dir = fs::temp_directory_path() / ("outboxd-security-many-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* name : {"shared", "acme"}) std::ofstream(dir / name) << "pw\n";
+  ::chmod((dir / "shared").c_str(), 0644);
+  ::chmod((dir / "acme").c_str(), 0644);
+  auto loaded = load_string("database:\n  url: postgresql://outboxd@127.0.0.1/app\n  password_file: shared\n"
+                            "outboxes:\n  - name: acme\n    database: {password_file: acme}\n"
+                            "  - name: globex\n    database: {url: \"postgresql://outboxd@127.0.0.1/globex\"}\n"
+                            "broker:\n  url: amqp://127.0.0.1:5672\n",
+                            (dir / "outboxd.yaml").string());
+  INFO(loaded.error_text());
+  REQUIRE(loaded.ok());
+  const auto warnings = secret_file_warnings(loaded.value());
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0].starts_with("database.password_file: "));
+  CHECK(warnings[1].starts_with("outboxes[0].database.password_file: \"" + (dir / "acme").string() + "\""));
+  fs::remove_all(dir);
+}

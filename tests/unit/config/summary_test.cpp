@@ -7,12 +7,14 @@ using namespace outboxd::config;
 
 namespace {
 
-std::string summary_of(const std::string& yaml) {
+Config loaded_from(const std::string& yaml) {
   auto loaded = load_string(yaml, "summary.yaml");
   INFO(loaded.error_text());
   REQUIRE(loaded.ok());
-  return summary(loaded.value());
+  return std::move(loaded).value();
 }
+
+std::string summary_of(const std::string& yaml) { return summary(loaded_from(yaml)); }
 
 }  // namespace
 
@@ -44,4 +46,21 @@ TEST_CASE("conninfo, socket and IPv6 targets are described", "[config][summary]"
         std::string::npos);
   CHECK(summary_of("database:\n  url: \"host=/var/run/postgresql dbname=app\"\n" + broker)
             .find("database /var/run/postgresql:5432/app,") != std::string::npos);
+}
+
+TEST_CASE("the summary of many outboxes counts them and lists each, without a password", "[config][outboxes]") {
+  const Config config = loaded_from(
+      "broker:\n  url: amqp://127.0.0.1:5672\n"
+      "database:\n  url: postgresql://outboxd:secret@db/app\n"
+      "outboxes:\n  - name: acme\n"
+      "tenants:\n  max_connections: 4\n"
+      "  catalog:\n    query: |\n      SELECT name\n      FROM tenants\n");
+  CHECK(summary(config) == "ok: 1 outbox listed and more from a catalog, broker amqp://127.0.0.1:5672 (generic, "
+                           "ANONYMOUS)");
+  CHECK(outboxes_summary(config) ==
+        std::vector<std::string>{
+            "outbox acme: outboxd@db:5432/app, schema outbox, workflow_schema workflow, 64 partitions",
+            "catalog: outboxd@db:5432/app, read every 60000 ms: SELECT name FROM tenants",  // one line
+            "tenants: max_connections 4, idle_check_interval 5000 ms, release_after 10000 ms"});
+  CHECK(outboxes_summary(Config{}).empty());
 }
