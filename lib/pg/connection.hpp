@@ -40,6 +40,7 @@ class Rows {
 
   int size() const;
   int columns() const;
+  std::string_view column_name(int column) const;  // as the statement names it
   bool is_null(int row, int column) const;
   // The value's bytes: text, or a binary-format text or bytea value. "" for NULL.
   std::string_view text(int row, int column) const;

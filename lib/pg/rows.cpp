@@ -31,6 +31,11 @@ Rows& Rows::operator=(Rows&&) noexcept = default;
 int Rows::size() const { return result_ ? PQntuples(static_cast<const PGresult*>(result_.get())) : 0; }
 int Rows::columns() const { return result_ ? PQnfields(static_cast<const PGresult*>(result_.get())) : 0; }
 
+std::string_view Rows::column_name(int column) const {
+  const char* name = PQfname(static_cast<const PGresult*>(result_.get()), column);
+  return name == nullptr ? std::string_view() : std::string_view(name);
+}
+
 bool Rows::binary(int column) const { return PQfformat(static_cast<const PGresult*>(result_.get()), column) == 1; }
 
 bool Rows::is_null(int row, int column) const {
