@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "config/loader.hpp"
+#include "config/outboxes.hpp"
 #include "config/security_warnings.hpp"
 #include "config/url.hpp"
 #include "daemon/commands.hpp"
@@ -34,7 +35,15 @@ std::optional<pg::Connection> connect_for_command(const config::Config& config, 
 }
 
 std::vector<std::string> security_warnings(const config::Config& config) {
-  auto warnings = pg::database_tls_warnings(config.database);
+  std::vector<std::string> warnings;
+  for (const auto& section : config::database_sections(config)) {
+    const config::DatabaseConfig& database = *section.database;
+    // An outbox that connects where database: does was warned about as database:.
+    const bool own = section.path == "database" || database.target != config.database.target ||
+                     database.listen_target != config.database.listen_target;
+    if (!own) continue;
+    for (auto& warning : pg::database_tls_warnings(database, section.path)) warnings.push_back(std::move(warning));
+  }
   for (auto& warning : config::secret_file_warnings(config)) warnings.push_back(std::move(warning));
   return warnings;
 }

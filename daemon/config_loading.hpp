@@ -17,8 +17,9 @@ std::optional<config::Config> load_config_or_report(const std::string& path);
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command);
 
 // What the config leaves exposed though it works: database TLS weaker than
-// verify-full to a remote host, password files others can read. `run` logs
-// them at warn, check-config prints them.
+// verify-full to a remote host, password files others can read, for
+// database: and each outbox's and the catalog's own. `run` logs them at
+// warn, check-config prints them.
 std::vector<std::string> security_warnings(const config::Config& config);
 
 // The exit code of a command whose statement failed, after printing why: 78

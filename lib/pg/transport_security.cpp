@@ -56,16 +56,16 @@ core::Result<config::PgTransport> pg_transport(const config::PgTarget& target) {
   return transport;
 }
 
-std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& database) {
+std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& database, const std::string& section) {
   std::vector<std::string> warnings;
-  const auto check = [&](const char* key, const config::PgTarget& target) {
+  const auto check = [&](const std::string& key, const config::PgTarget& target) {
     if (target.options.empty()) return;  // not given (or not parsed: nothing to connect to)
     const auto transport = pg_transport(target);
     if (!transport) return;  // the connection attempt reports it
     if (auto warning = config::database_tls_warning(key, transport.value())) warnings.push_back(std::move(*warning));
   };
-  check("database.url", database.target);
-  check("database.listen_url", database.listen_target);
+  check(section + ".url", database.target);
+  check(section + ".listen_url", database.listen_target);
   return warnings;
 }
 

@@ -15,7 +15,9 @@ namespace outboxd::pg {
 // default ("prefer" for sslmode, the Unix socket for the host).
 core::Result<config::PgTransport> pg_transport(const config::PgTarget& target);
 
-// config::database_tls_warning for database.url and database.listen_url.
-std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& database);
+// config::database_tls_warning for database.url and database.listen_url, or
+// for those of another database: section at `section` (outboxes[1].database).
+std::vector<std::string> database_tls_warnings(const config::DatabaseConfig& database,
+                                               const std::string& section = "database");
 
 }  // namespace outboxd::pg

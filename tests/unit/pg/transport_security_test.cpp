@@ -73,6 +73,10 @@ TEST_CASE("TLS warnings cover database.url and database.listen_url", "[pg][secur
   warnings = pg::database_tls_warnings(database);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].rfind("database.listen_url: sslmode is require for 10.1.2.3", 0) == 0);
+  // Another database: section (an outbox's of outboxes:, the catalog's) is named by its own path.
+  warnings = pg::database_tls_warnings(database, "outboxes[2].database");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].rfind("outboxes[2].database.listen_url: sslmode is require for 10.1.2.3", 0) == 0);
 
   // A string libpq cannot parse never gets here: the config refuses it, unquoted.
   const auto bad = config::parse_pg_url("postgresql://u:secret@host/app?nonsense=1");
