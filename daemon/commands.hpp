@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/outbox_choice.hpp"
+
 namespace outboxd::daemon {
 
 // Exit codes. 78 (EX_CONFIG) tells systemd not to restart a misconfigured unit.
@@ -47,18 +49,20 @@ struct ReplayOptions {
 
 int cmd_version();
 int cmd_check_config(const std::string& path);
-int cmd_migrate(const std::string& path, bool dry_run, const std::string& legacy_writer);
-int cmd_status(const std::string& path, bool json);
-int cmd_requeue(const std::string& path, const AdminTarget& target);
-int cmd_skip(const std::string& path, const AdminTarget& target);
-int cmd_fire(const std::string& path, const AdminTarget& target);
-int cmd_parked(const std::string& path, const ParkedOptions& options);
-int cmd_show(const std::string& path, const std::string& message_id, const std::string& writer, bool json);
-int cmd_timeline(const std::string& path, const std::string& session_id, int limit, bool json);
-int cmd_replay(const std::string& path, const ReplayOptions& options);
+// With many outboxes and no --outbox, migrate and status go through every one.
+int cmd_migrate(const ConfigChoice& choice, bool dry_run, const std::string& legacy_writer);
+int cmd_status(const ConfigChoice& choice, bool json);
+// The others act on one outbox: with many, the one --outbox names.
+int cmd_requeue(const ConfigChoice& choice, const AdminTarget& target);
+int cmd_skip(const ConfigChoice& choice, const AdminTarget& target);
+int cmd_fire(const ConfigChoice& choice, const AdminTarget& target);
+int cmd_parked(const ConfigChoice& choice, const ParkedOptions& options);
+int cmd_show(const ConfigChoice& choice, const std::string& message_id, const std::string& writer, bool json);
+int cmd_timeline(const ConfigChoice& choice, const std::string& session_id, int limit, bool json);
+int cmd_replay(const ConfigChoice& choice, const ReplayOptions& options);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);
-int cmd_console(const std::string& path, const std::string& listen);
-int cmd_statements(const std::string& path);
+int cmd_console(const ConfigChoice& choice, const std::string& listen);
+int cmd_statements(const ConfigChoice& choice);
 
 }  // namespace outboxd::daemon

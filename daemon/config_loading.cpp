@@ -25,9 +25,13 @@ std::optional<config::Config> load_config_or_report(const std::string& path) {
 }
 
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command) {
-  auto connection = pg::Connection::open(config.database, std::string("outboxd ") + command);
+  return connect_for_command(config.database, command);
+}
+
+std::optional<pg::Connection> connect_for_command(const config::DatabaseConfig& database, const char* command) {
+  auto connection = pg::Connection::open(database, std::string("outboxd ") + command);
   if (!connection) {
-    std::cerr << command << ": cannot connect to " << config::describe(config.database.target) << ": "
+    std::cerr << command << ": cannot connect to " << config::describe(database.target) << ": "
               << connection.error().message << '\n';
     return std::nullopt;
   }

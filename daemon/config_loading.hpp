@@ -15,6 +15,8 @@ std::optional<config::Config> load_config_or_report(const std::string& path);
 
 // A database connection for a one-shot command, or nullopt after printing why not.
 std::optional<pg::Connection> connect_for_command(const config::Config& config, const char* command);
+// The same to another database: section (the catalog's).
+std::optional<pg::Connection> connect_for_command(const config::DatabaseConfig& database, const char* command);
 
 // What the config leaves exposed though it works: database TLS weaker than
 // verify-full to a remote host, password files others can read, for

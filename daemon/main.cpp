@@ -14,6 +14,7 @@ using namespace outboxd::daemon;
 // What the command line sets, for whichever command runs.
 struct Options {
   std::string config_path = "/etc/outboxd/outboxd.yaml";
+  std::string outbox;  // --outbox: with many outboxes, the one a command acts on
   bool dry_run = false;
   std::string legacy_writer;
   bool json = false;
@@ -100,44 +101,54 @@ void console_options(CLI::App& cmd, Options& options) {
   cmd.add_option("--listen", options.console_listen, "host:port to serve on (default: console.listen, 127.0.0.1:9189)");
 }
 
+ConfigChoice choice(const Options& options) { return {options.config_path, options.outbox}; }
+
+// What a command acts on: the file or the daemon (version, run, check-config,
+// healthcheck), or an outbox's database, which with many outboxes --outbox names.
+enum class Scope { file, outbox };
+constexpr auto kFile = Scope::file;
+constexpr auto kOutbox = Scope::outbox;
+
 struct Command {
   const char* name;
   const char* help;
   void (*add_options)(CLI::App&, Options&);
+  Scope scope;
   int (*run)(const Options&);
 };
 
 // In the order `outboxd --help` lists them.
 constexpr std::array kCommands{
-    Command{"version", "print the version", no_options, [](const Options&) { return cmd_version(); }},
-    Command{"run", "publish pending rows until SIGTERM", no_options,
+    Command{"version", "print the version", no_options, kFile, [](const Options&) { return cmd_version(); }},
+    Command{"run", "publish pending rows until SIGTERM", no_options, kFile,
             [](const Options& o) { return cmd_run(o.config_path); }},
-    Command{"check-config", "validate the configuration file", no_options,
+    Command{"check-config", "validate the configuration file", no_options, kFile,
             [](const Options& o) { return cmd_check_config(o.config_path); }},
-    Command{"migrate", "apply the SQL migrations", migrate_options,
-            [](const Options& o) { return cmd_migrate(o.config_path, o.dry_run, o.legacy_writer); }},
-    Command{"status", "show pending, due, scheduled and parked rows", json_flag,
-            [](const Options& o) { return cmd_status(o.config_path, o.json); }},
-    Command{"requeue", "make parked rows pending again", parked_rows,
-            [](const Options& o) { return cmd_requeue(o.config_path, o.target); }},
-    Command{"skip", "cancel parked rows so their sessions move on", parked_rows,
-            [](const Options& o) { return cmd_skip(o.config_path, o.target); }},
-    Command{"healthcheck", "exit 0 if the running daemon's /healthz answers 200", no_options,
+    Command{"migrate", "apply the SQL migrations (with many outboxes: to each, or the one --outbox names)",
+            migrate_options, kOutbox,
+            [](const Options& o) { return cmd_migrate(choice(o), o.dry_run, o.legacy_writer); }},
+    Command{"status", "show pending, due, scheduled and parked rows (with many outboxes: of each)", json_flag,
+            kOutbox, [](const Options& o) { return cmd_status(choice(o), o.json); }},
+    Command{"requeue", "make parked rows pending again", parked_rows, kOutbox,
+            [](const Options& o) { return cmd_requeue(choice(o), o.target); }},
+    Command{"skip", "cancel parked rows so their sessions move on", parked_rows, kOutbox,
+            [](const Options& o) { return cmd_skip(choice(o), o.target); }},
+    Command{"healthcheck", "exit 0 if the running daemon's /healthz answers 200", no_options, kFile,
             [](const Options& o) { return cmd_healthcheck(o.config_path); }},
-    Command{"fire", "make scheduled rows due now", scheduled_rows,
-            [](const Options& o) { return cmd_fire(o.config_path, o.target); }},
-    Command{"parked", "list parked rows: why, since when, what waits behind them", parked_filters,
-            [](const Options& o) { return cmd_parked(o.config_path, o.parked); }},
-    Command{"show", "one row's whole state and history", one_row,
-            [](const Options& o) { return cmd_show(o.config_path, o.message_id, o.writer, o.json); }},
-    Command{"timeline", "every row of a session in order, and its workflow state", one_session,
-            [](const Options& o) { return cmd_timeline(o.config_path, o.session_id, o.timeline_limit, o.json); }},
+    Command{"fire", "make scheduled rows due now", scheduled_rows, kOutbox,
+            [](const Options& o) { return cmd_fire(choice(o), o.target); }},
+    Command{"parked", "list parked rows: why, since when, what waits behind them", parked_filters, kOutbox,
+            [](const Options& o) { return cmd_parked(choice(o), o.parked); }},
+    Command{"show", "one row's whole state and history", one_row, kOutbox,
+            [](const Options& o) { return cmd_show(choice(o), o.message_id, o.writer, o.json); }},
+    Command{"timeline", "every row of a session in order, and its workflow state", one_session, kOutbox,
+            [](const Options& o) { return cmd_timeline(choice(o), o.session_id, o.timeline_limit, o.json); }},
     Command{"replay", "send dispatched rows again (retention keep), same message ids, in order", replay_selection,
-            [](const Options& o) { return cmd_replay(o.config_path, o.replay); }},
+            kOutbox, [](const Options& o) { return cmd_replay(choice(o), o.replay); }},
     Command{"console", "serve the operators' web view: backlog, parked rows, timelines, audit trail",
-            console_options, [](const Options& o) { return cmd_console(o.config_path, o.console_listen); }},
-    Command{"statements", "print the SQL statements `run` prepares, for the configured schema", no_options,
-            [](const Options& o) { return cmd_statements(o.config_path); }},
+            console_options, kOutbox, [](const Options& o) { return cmd_console(choice(o), o.console_listen); }},
+    Command{"statements", "print the SQL statements `run` prepares, for the configured schema", no_options, kOutbox,
+            [](const Options& o) { return cmd_statements(choice(o)); }},
 };
 
 // One subcommand per table row, each with its own options and then the config file every command reads.
@@ -147,6 +158,9 @@ std::vector<CLI::App*> add_commands(CLI::App& app, Options& options) {
     CLI::App* cmd = app.add_subcommand(command.name, command.help);
     command.add_options(*cmd, options);
     cmd->add_option("-c,--config", options.config_path, "YAML configuration file")->capture_default_str();
+    if (command.scope == kOutbox) {
+      cmd->add_option("--outbox", options.outbox, "with many outboxes (outboxes:, tenants.catalog): the one to act on");
+    }
     subcommands.push_back(cmd);
   }
   return subcommands;

@@ -101,9 +101,10 @@ int wait_for_stop(const sigset_t& taken) {
 
 }  // namespace
 
-int cmd_console(const std::string& path, const std::string& listen_option) {
-  auto config = load_config_or_report(path);
-  if (!config) return kExitConfig;
+int cmd_console(const ConfigChoice& choice, const std::string& listen_option) {
+  auto chosen = one_outbox_config(choice, "console");
+  auto& config = chosen.config;
+  if (!config) return chosen.exit_code;
   if (!init_logging(*config)) return kExitConfig;
   const std::string listen = listen_option.empty() ? config->console.listen : listen_option;
   if (!listen_allowed(listen, config->console)) return kExitConfig;

@@ -37,14 +37,14 @@ std::optional<pg::ParkedFilter> filter_of(const ParkedOptions& options) {
 
 }  // namespace
 
-int cmd_parked(const std::string& path, const ParkedOptions& options) {
+int cmd_parked(const ConfigChoice& choice, const ParkedOptions& options) {
   const auto filter = filter_of(options);
   if (!filter) {
     std::cerr << "parked: --older-than takes a duration such as 90s, 10m, 2h or 7d, not \"" << options.older_than
               << "\"\n";
     return kExitUsage;
   }
-  return run_operator_command(path, "parked", [&](OperatorCommand& s) {
+  return run_operator_command(choice, "parked", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
     auto listed = views.parked(*filter);
     if (!listed) return s.failed(listed.error());

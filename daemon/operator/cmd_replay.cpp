@@ -60,7 +60,7 @@ int report_replayed(const pg::ReplayReport& r) {
 
 }  // namespace
 
-int cmd_replay(const std::string& path, const ReplayOptions& options) {
+int cmd_replay(const ConfigChoice& choice, const ReplayOptions& options) {
   if (options.message_ids.empty() && options.session_id.empty() && options.destination.empty()) {
     std::cerr << "replay: name message ids, --session S or --destination D (with --since/--until)\n";
     return kExitUsage;
@@ -68,7 +68,7 @@ int cmd_replay(const std::string& path, const ReplayOptions& options) {
   const pg::ReplaySelection selection{options.message_ids,     options.session_id,      options.destination,
                                       options.writer,          bound_of(options.since), bound_of(options.until),
                                       options.limit};
-  return run_operator_command(path, "replay", [&](OperatorCommand& s) {
+  return run_operator_command(choice, "replay", [&](OperatorCommand& s) {
     pg::OperatorActions actions(s.connection, s.config.outbox.schema, os_user());
     const bool dry_run = options.dry_run || !options.yes;
     auto report = actions.replay(selection, dry_run);

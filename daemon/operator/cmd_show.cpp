@@ -68,8 +68,8 @@ void print_events(const std::vector<nlohmann::json>& events) {
 
 }  // namespace
 
-int cmd_show(const std::string& path, const std::string& message_id, const std::string& writer, bool json) {
-  return run_operator_command(path, "show", [&](OperatorCommand& s) {
+int cmd_show(const ConfigChoice& choice, const std::string& message_id, const std::string& writer, bool json) {
+  return run_operator_command(choice, "show", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
     auto history = views.show(message_id, writer);
     if (!history) return s.failed(history.error());

@@ -10,10 +10,12 @@
 namespace outboxd::daemon {
 
 // Each statement under its prepared name, as pg_stat_statements and the
-// server log show it, for the configured outbox schema; no connection made.
-int cmd_statements(const std::string& path) {
-  const auto config = load_config_or_report(path);
-  if (!config) return kExitConfig;
+// server log show it, for the configured outbox schema; no connection made
+// (but to the catalog, for an outbox --outbox names that is not listed).
+int cmd_statements(const ConfigChoice& choice) {
+  const auto chosen = one_outbox_config(choice, "statements");
+  const auto& config = chosen.config;
+  if (!config) return chosen.exit_code;
   for (const auto& statements : {pg::OutboxStore::statements(config->outbox.schema),
                                  pg::LeaseStore::statements(config->outbox.schema),
                                  pg::WatchStore::statements(config->outbox.schema)}) {

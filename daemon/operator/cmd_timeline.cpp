@@ -42,8 +42,8 @@ void print_workflows(const std::vector<nlohmann::json>& states) {
 
 }  // namespace
 
-int cmd_timeline(const std::string& path, const std::string& session_id, int limit, bool json) {
-  return run_operator_command(path, "timeline", [&](OperatorCommand& s) {
+int cmd_timeline(const ConfigChoice& choice, const std::string& session_id, int limit, bool json) {
+  return run_operator_command(choice, "timeline", [&](OperatorCommand& s) {
     pg::OperatorViews views(s.connection, s.config.outbox.schema);
     auto timeline = views.timeline(session_id, limit);
     if (!timeline) return s.failed(timeline.error());

@@ -14,14 +14,15 @@ namespace outboxd::daemon {
 
 int OperatorCommand::failed(const core::Error& error) { return database_failure(command, error, connection, config); }
 
-int run_operator_command(const std::string& path, const char* command,
+int run_operator_command(const ConfigChoice& choice, const char* command,
                          const std::function<int(OperatorCommand&)>& body) {
-  auto config = load_config_or_report(path);
-  if (!config) return kExitConfig;
-  if (!init_logging(*config)) return kExitConfig;
-  auto connection = connect_for_command(*config, command);
+  auto chosen = one_outbox_config(choice, command);
+  if (!chosen.config) return chosen.exit_code;
+  auto& config = *chosen.config;
+  if (!init_logging(config)) return kExitConfig;
+  auto connection = connect_for_command(config, command);
   if (!connection) return kExitFailure;
-  OperatorCommand run{command, std::move(*config), std::move(*connection)};
+  OperatorCommand run{command, std::move(config), std::move(*connection)};
   return body(run);
 }
 

@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "core/result.hpp"
+#include "daemon/outbox_choice.hpp"
 #include "pg/connection.hpp"
 
 namespace outboxd::daemon {
@@ -20,9 +21,10 @@ struct OperatorCommand {
   int failed(const core::Error& error);
 };
 
-// Loads the config (exit 78 on errors), sets up the stderr logger, connects
-// (exit 1 if it cannot) and returns what `body` returns.
-int run_operator_command(const std::string& path, const char* command,
+// Loads the config (exit 78 on errors) of the one outbox chosen (exit 2
+// when none is: choose_outbox()), sets up the stderr logger, connects (exit
+// 1 if it cannot) and returns what `body` returns.
+int run_operator_command(const ConfigChoice& choice, const char* command,
                          const std::function<int(OperatorCommand&)>& body);
 
 // The operating-system user running the command, recorded beside the
