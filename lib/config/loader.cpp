@@ -151,8 +151,8 @@ LoadResult load_string(std::string_view yaml, std::string source_name, const Loa
   positions.record("", root_at);
   ReadContext context(diagnostics, positions, options.env ? options.env : process_environment(),
                       std::filesystem::path(source_name).parent_path());
-  context.many_outboxes = many_outboxes_form(*root);
   try {
+    context.many_outboxes = many_outboxes_form(*root);
     MapReader reader(context, *root, "", root_at);
     read_keys(reader, config);
   } catch (const YAML::Exception& error) {
