@@ -1,4 +1,4 @@
-// `outboxd migrate [--dry-run] [--legacy-writer ROLE]`: apply the embedded SQL migrations, to one outbox or to every one, and say what happened.
+// `outboxd migrate [--dry-run] [--legacy-writer ROLE]`: apply the embedded migrations to one outbox or each; say what happened.
 #include <iostream>
 
 #include "config/outboxes.hpp"

@@ -103,7 +103,9 @@ struct Survey {
 
 Survey failed(pg::Connection& connection, const config::Config& one, const core::Error& error) {
   std::string reason = error.message;
-  if (error.kind == core::ErrorKind::forbidden) reason += "; " + pg::dispatcher_privilege_fix(connection, one.outbox.schema);
+  if (error.kind == core::ErrorKind::forbidden) {
+    reason += "; " + pg::dispatcher_privilege_fix(connection, one.outbox.schema);
+  }
   return {std::nullopt, "failed", reason};
 }
 

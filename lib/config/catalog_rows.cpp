@@ -69,7 +69,9 @@ core::Result<CatalogColumns> catalog_columns(const std::vector<std::string>& nam
       if (auto close = closest_match(names[i], kColumnNames)) message += " (did you mean " + quote_value(*close) + "?)";
       return core::fatal_error(message);
     }
-    if (*slot >= 0) return core::fatal_error("the catalog query returns the column " + quote_value(names[i]) + " twice");
+    if (*slot >= 0) {
+      return core::fatal_error("the catalog query returns the column " + quote_value(names[i]) + " twice");
+    }
     *slot = static_cast<int>(i);
   }
   if (columns.name < 0) {

@@ -30,7 +30,8 @@ constexpr std::int64_t kMaxInt = INT32_MAX;
 // (wait_for_standby excepted: each claim reads it).
 void add_connection_keys(std::vector<KeySpec>& t) {
   t.push_back(key<&Config::database, &DatabaseConfig::url>(
-      "database.url", restart, Custom<std::string>{read_database_url, "libpq URI or conninfo (required with one outbox)"},
+      "database.url", restart,
+      Custom<std::string>{read_database_url, "libpq URI or conninfo (required with one outbox)"},
       "the PostgreSQL to dispatch from"));
   t.push_back(password_key<&Config::database>("database.password", "password, if url carries none"));
   t.push_back(password_file_key<&Config::database>("database.password_file", "file holding the password"));

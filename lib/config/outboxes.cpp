@@ -51,9 +51,9 @@ std::optional<OutboxClash> OutboxPlaces::take(const OutboxEntry& entry, std::str
   for (const auto& [found, kind, key] : {std::tuple{schema, Kind::schema, "schema "},
                                          std::tuple{workflow, Kind::workflow_schema, "workflow_schema "}}) {
     if (found == schemas_.end()) continue;
-    const std::string name = found->first.second;
-    return OutboxClash{kind, "its " + std::string(key) + name + " is " + (found->second.workflow ? "the workflow" : "the") +
-                                 " schema of " + found->second.label + " in the same database (" + database +
+    const std::string whose = found->second.workflow ? " is the workflow schema of " : " is the schema of ";
+    return OutboxClash{kind, "its " + std::string(key) + found->first.second + whose + found->second.label +
+                                 " in the same database (" + database +
                                  "); give each outbox of one database schemas of its own"};
   }
   names_.emplace(entry.name, label);

@@ -34,7 +34,8 @@ void check_outboxes(const Config& config, CrossCheck& check) {
     check_outbox(entry.outbox, item + ".outbox", item_check);
     if (entry.database.url.empty()) {
       if (check.usable({item + ".database"})) {
-        check.fail({item + ".database"}, "missing required key \"url\" (give it here, or database.url for every outbox)");
+        check.fail({item + ".database"},
+                   "missing required key \"url\" (give it here, or database.url for every outbox)");
       }
       continue;
     }
