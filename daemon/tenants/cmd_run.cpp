@@ -1,4 +1,4 @@
-// `outboxd run`: load the config, pick the instance id, wire the real adapters to the run loop.
+// `outboxd run`: load the config, pick the instance id, wire the real adapters to the run loop or the supervisor.
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -14,6 +14,7 @@
 #include "daemon/run/publisher_broker.hpp"
 #include "daemon/run/run_loop.hpp"
 #include "daemon/run/service_manager.hpp"
+#include "daemon/tenants/supervisor.hpp"
 
 namespace outboxd::daemon {
 
@@ -43,6 +44,7 @@ int cmd_run(const std::string& path) {
   }
   const std::string instance_id =
       config->leases.instance_id.empty() ? default_instance_id() : config->leases.instance_id;
+  if (config->many_outboxes()) return tenants::Supervisor(std::move(*config), instance_id, signals).run();
   // The adapters keep the configuration they started with: a reload changes
   // none of the sections they read (the loop owns the running one).
   const config::Config started = *config;

@@ -1,0 +1,175 @@
+// The three jobs a worker runs: serve an outbox with a run loop, check dormant ones, open a listener.
+#include "daemon/tenants/jobs.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <string_view>
+
+#include "daemon/run/database_connection.hpp"
+#include "daemon/run/run_loop.hpp"
+#include "daemon/tenants/tenant_ports.hpp"
+#include "log/log.hpp"
+#include "pg/outbox_catalog.hpp"
+#include "pg/watch_store.hpp"
+
+namespace outboxd::daemon::tenants {
+
+void Mailbox::post(JobReport report) {
+  {
+    std::lock_guard lock(mutex_);
+    reports_.push_back(std::move(report));
+  }
+  wake_.notify();
+}
+
+std::vector<JobReport> Mailbox::take() {
+  std::vector<JobReport> taken;
+  std::lock_guard lock(mutex_);
+  std::swap(taken, reports_);
+  return taken;
+}
+
+namespace {
+
+// The count of one group of a WatchStore signature ("r:3:1234 s:0:0 p:1:17").
+std::uint64_t group_count(std::string_view signature, std::string_view group) {
+  const auto at = signature.find(group);
+  if (at == std::string_view::npos) return 0;
+  std::uint64_t count = 0;
+  const char* from = signature.data() + at + group.size();
+  std::from_chars(from, signature.data() + signature.size(), count);
+  return count;
+}
+
+// Serves until the loop ends; returns how it ended. Runs the loop's own
+// steps only: between two turns it reads the supervisor's orders.
+JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& order, RunLoop& loop,
+                                DatabaseConnection& db, const core::Clock& clock) {
+  JobControl& control = *order.control;
+  if (loop.start()) return JobReport::End::failed;
+  std::optional<core::SteadyTime> quiet_since;
+  bool releasing = false;
+  while (loop.iterate()) {
+    if (!db.up()) return JobReport::End::failed;  // the supervisor tries again after a backoff
+    if (control.shutdown || control.yield) {
+      loop.request_stop();
+      continue;
+    }
+    if (releasing) continue;
+    if (!loop.quiescent()) {
+      quiet_since.reset();
+      continue;
+    }
+    const auto now = clock.now();
+    if (!quiet_since) quiet_since = now;
+    if (!context.contended && now - *quiet_since < order.release_after) continue;
+    // Writers must NOTIFY someone at every moment: the watch row (idle) is
+    // in place before the loop's own row goes.
+    control.releasing = true;
+    if (order.listened) {
+      if (auto watched = pg::WatchStore(*db.connection(), order.config.outbox.schema).watch(context.watcher_id);
+          !watched) {
+        spdlog::warn("registering for wake-ups: {}", watched.error().message);
+        return JobReport::End::failed;
+      }
+    }
+    releasing = true;
+    loop.request_stop();
+  }
+  if (control.shutdown) return JobReport::End::stopped;
+  if (control.yield) return JobReport::End::yielded;
+  return releasing ? JobReport::End::released : JobReport::End::failed;
+}
+
+}  // namespace
+
+Baseline baseline_of(std::string signature, std::optional<std::chrono::milliseconds> next_due) {
+  const bool waiting = group_count(signature, "r:") > 0 || group_count(signature, "s:") > 0;
+  return {std::move(signature), waiting, next_due};
+}
+
+void serve(const JobContext& context, ServeOrder order) {
+  log::set_thread_outbox(order.name);
+  JobReport report;
+  report.kind = JobReport::Kind::serve;
+  report.id = order.id;
+  {
+    core::SteadyClock clock;
+    core::FastRandom random(static_cast<std::uint64_t>(clock.now().time_since_epoch().count()) ^ order.route);
+    DatabaseConnection db(order.config, context.instance_id, clock, random, /*verify_listen=*/false);
+    TenantBroker broker(context.publisher, context.router, order.route, order.name, order.control->wake);
+    TenantEvents events(order.control->wake);
+    RunLoop loop(order.config, context.instance_id, {db, broker, events, clock, random}, RunLoop::Role::tenant);
+    report.end = run_until_let_go(context, order, loop, db, clock);
+    report.watched = order.listened && report.end == JobReport::End::released;
+    if (loop.finish() != 0 && report.end != JobReport::End::stopped) report.end = JobReport::End::failed;
+    report.totals = loop.totals();
+    // What it left behind, for the watcher to compare with: measured after
+    // the loop's last claim found nothing and its row was gone.
+    if (report.end == JobReport::End::released) {
+      auto measured = db.connection() ? pg::WatchStore(*db.connection(), order.config.outbox.schema).check()
+                                      : core::Result<pg::WatchCheck>(core::transient_error("database lost"));
+      if (measured) {
+        report.baseline = baseline_of(std::move(measured.value().signature), measured.value().next_due);
+      } else {
+        spdlog::warn("measuring what is left: {}", measured.error().message);
+        report.end = JobReport::End::failed;
+      }
+    }
+  }
+  log::set_thread_outbox("");
+  context.mailbox.post(std::move(report));
+}
+
+void check(const JobContext& context, config::DatabaseConfig database, std::vector<CheckItem> items) {
+  JobReport report;
+  report.kind = JobReport::Kind::check;
+  auto connection = open_database(database, "outboxd " + context.instance_id + " watch");
+  for (const auto& item : items) {
+    JobReport::Checked checked{item.id, std::nullopt, ""};
+    if (!connection) {
+      checked.error = connection.error().message;
+      report.checked.push_back(std::move(checked));
+      continue;
+    }
+    pg::WatchStore store(connection.value(), item.schema);
+    core::Status registered;
+    if (item.action == WatchAction::watch) registered = store.watch(context.watcher_id);
+    if (item.action == WatchAction::unwatch) registered = store.unwatch(context.watcher_id);
+    auto measured = registered ? store.check() : core::Result<pg::WatchCheck>(registered.error());
+    if (measured) {
+      checked.baseline = baseline_of(std::move(measured.value().signature), measured.value().next_due);
+    } else {
+      checked.error = measured.error().message;
+    }
+    report.checked.push_back(std::move(checked));
+  }
+  context.mailbox.post(std::move(report));
+}
+
+void listen(const JobContext& context, std::size_t database_index, config::DatabaseConfig database,
+            std::vector<std::string> channels) {
+  JobReport report;
+  report.kind = JobReport::Kind::listen;
+  report.database = database_index;
+  auto connection = open_database(database, "outboxd " + context.instance_id + " listen");
+  core::Status listening = connection ? core::Status{} : core::Status{connection.error()};
+  for (std::size_t i = 0; listening && i < channels.size(); ++i) listening = connection.value().listen(channels[i]);
+  if (listening) report.listener.emplace(std::move(connection).value());
+  else report.error = listening.error().message;
+  context.mailbox.post(std::move(report));
+}
+
+void read_catalog(const JobContext& context, config::Config config) {
+  JobReport report;
+  report.kind = JobReport::Kind::catalog;
+  auto connection = open_database(config.tenants.catalog.database, "outboxd " + context.instance_id + " catalog");
+  auto read = connection ? pg::resolve_outboxes(config, &connection.value())
+                         : core::Result<config::OutboxSet>(connection.error());
+  if (read) report.outboxes = std::move(read).value();
+  else report.error = read.error().message;
+  context.mailbox.post(std::move(report));
+}
+
+}  // namespace outboxd::daemon::tenants

@@ -1,0 +1,61 @@
+// Supervisor: /healthz and /readyz, the outbox gauges, systemd's READY=1 and STATUS=, the stats line.
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/tenants/supervisor.hpp"
+
+namespace outboxd::daemon::tenants {
+
+using State = dispatch::TenantSchedule::State;
+
+void Supervisor::report() {
+  const auto now = clock_.now();
+  metrics::beat(health_, now);
+  const bool broker_up = router_.up();
+  const auto broken = schedule_.count(State::broken);
+  const auto known = by_name_.size();
+  health_.broker_up = broker_up;
+  health_.database_up = known == 0 || broken < known;  // one unreachable tenant does not make the daemon unready
+  health_.leases_held = true;                          // each serve job holds its own
+  std::vector<metrics::GaugeSet::Sample> states;
+  for (const auto state : {State::unchecked, State::dormant, State::wanted, State::serving, State::checking,
+                           State::broken}) {
+    states.push_back({{{"state", dispatch::to_string(state)}}, static_cast<double>(schedule_.count(state))});
+  }
+  states_.replace(std::move(states));
+  std::size_t listeners = 0;
+  for (const auto& database : databases_) listeners += database.listener ? 1 : 0;
+  connections_.set(static_cast<std::int64_t>(listeners + jobs_));
+  if (!announced_ready_ && broker_up) {
+    service_.ready();
+    announced_ready_ = true;
+  }
+  if (stopping_) {
+    service_.status("stopping", fmt::format("{} outboxes still served", schedule_.count(State::serving)), false);
+  } else if (!broker_up) {
+    service_.status("waiting for the broker", "", false);
+  } else {
+    service_.status("dispatching",
+                    fmt::format("{} outboxes: {} served, {} broken", known, schedule_.count(State::serving), broken),
+                    false);
+  }
+  service_.keep_alive();
+}
+
+void Supervisor::log_stats() {
+  const auto interval = config_.dispatch.stats_interval;
+  const auto now = clock_.now();
+  if (interval.count() <= 0 || now < next_stats_) return;
+  next_stats_ = now + interval;
+  std::uint64_t dispatched = 0;
+  for (const auto& outbox : outboxes_) dispatched += outbox.totals.dispatched;
+  const auto delta = dispatched - dispatched_at_last_stats_;
+  dispatched_at_last_stats_ = dispatched;
+  const auto served = schedule_.count(State::serving);
+  if (delta == 0 && served == 0) return;
+  spdlog::info("outboxes: {} known, {} served, {} broken; dispatched {} by the loops that let go in the last {} s",
+               by_name_.size(), served, schedule_.count(State::broken), delta,
+               std::chrono::duration_cast<std::chrono::seconds>(interval).count());
+}
+
+}  // namespace outboxd::daemon::tenants
