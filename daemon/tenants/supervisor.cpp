@@ -48,6 +48,11 @@ Supervisor::Supervisor(config::Config config, std::string instance_id, SignalWat
       context_{instance_id_, instance_id_ + " (watching)", publisher_, router_, mailbox_, contended_},
       schedule_(tenant_policy(config_, budget_.workers), clock_, random_),
       states_(registry_.gauge_set("outboxd_outboxes", "Outboxes this daemon serves, by state")),
+      outbox_states_(registry_.gauge_set("outboxd_outbox_state",
+                                         "1 for each outbox's state; the 50 most active outboxes only")),
+      outbox_dispatched_(registry_.gauge_set("outboxd_outbox_dispatched_rows",
+                                             "Rows each outbox's run loops dispatched since start; the 50 most "
+                                             "active outboxes only")),
       connections_(registry_.gauge("outboxd_outbox_connections",
                                    "PostgreSQL connections held now: listeners and workers' jobs")),
       service_(clock_, true) {}

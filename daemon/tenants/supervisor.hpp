@@ -107,6 +107,7 @@ class Supervisor {
 
   // What it tells the world (supervisor_reporting.cpp).
   void report();
+  void report_outboxes();
   void log_stats();
 
   config::Config config_;
@@ -137,6 +138,8 @@ class Supervisor {
 
   metrics::Registry registry_;
   metrics::GaugeSet& states_;
+  metrics::GaugeSet& outbox_states_;
+  metrics::GaugeSet& outbox_dispatched_;
   metrics::Gauge& connections_;
   metrics::Health health_;
   std::unique_ptr<metrics::HttpServer> http_;

@@ -2,6 +2,8 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "daemon/tenants/supervisor.hpp"
 
 namespace outboxd::daemon::tenants {
@@ -23,6 +25,7 @@ void Supervisor::report() {
     states.push_back({{{"state", dispatch::to_string(state)}}, static_cast<double>(schedule_.count(state))});
   }
   states_.replace(std::move(states));
+  report_outboxes();
   std::size_t listeners = 0;
   for (const auto& database : databases_) listeners += database.listener ? 1 : 0;
   connections_.set(static_cast<std::int64_t>(listeners + jobs_));
@@ -40,6 +43,34 @@ void Supervisor::report() {
                     false);
   }
   service_.keep_alive();
+}
+
+// One series per outbox would grow with the tenants; the 50 that matter
+// most now are kept: served, waiting or broken first, then those that
+// dispatched most. The others are counted in outboxd_outboxes.
+void Supervisor::report_outboxes() {
+  constexpr std::size_t kShown = 50;
+  const auto rank = [this](OutboxId id) {
+    const auto state = schedule_.state(id);
+    const int urgency = state == State::serving ? 0 : state == State::broken ? 1 : state == State::wanted ? 2 : 3;
+    return std::make_pair(urgency, ~outboxes_[id].totals.dispatched);
+  };
+  std::vector<OutboxId> shown;
+  for (OutboxId id = 0; id < outboxes_.size(); ++id) {
+    if (outboxes_[id].present) shown.push_back(id);
+  }
+  const auto cut = std::min(shown.size(), kShown);
+  std::partial_sort(shown.begin(), shown.begin() + static_cast<std::ptrdiff_t>(cut), shown.end(),
+                    [&rank](OutboxId a, OutboxId b) { return rank(a) < rank(b); });
+  shown.resize(cut);
+  std::vector<metrics::GaugeSet::Sample> states, dispatched;
+  for (const OutboxId id : shown) {
+    const auto& name = outboxes_[id].entry.name;
+    states.push_back({{{"outbox", name}, {"state", dispatch::to_string(schedule_.state(id))}}, 1.0});
+    dispatched.push_back({{{"outbox", name}}, static_cast<double>(outboxes_[id].totals.dispatched)});
+  }
+  outbox_states_.replace(std::move(states));
+  outbox_dispatched_.replace(std::move(dispatched));
 }
 
 void Supervisor::log_stats() {

@@ -1,16 +1,15 @@
 """outboxd against a scripted AMQP peer: outcomes and their metrics, forced closes, marks, shutdown, connection settings."""
 
 import collections
-import os
 import re
 import signal
 import socket
 import time
 import urllib.request
 
-from harness import Daemon, Peer, enqueue, free_port, run_cli, wait_parked, wait_until, write_config
+from harness import (Daemon, Peer, documented_series, enqueue, free_port, run_cli, wait_parked, wait_until,
+                     write_config)
 
-METRICS_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
 
 
 def start(workdir, database, peer, /, **sections):
@@ -154,12 +153,6 @@ def test_a_parked_row_holds_back_its_session_across_claims_restarts_and_instance
     assert behind == [], f"published behind the parked m0: {behind}"
     left = database.query("SELECT message_id FROM outbox.messages WHERE status = 'pending' ORDER BY id")
     assert left == [(f"m{i}",) for i in range(2, added[0], 2)]
-
-
-def documented_series():
-    """{name: type} from the table of docs/metrics.md."""
-    with open(METRICS_MD) as f:
-        return {name: kind for name, kind in re.findall(r"^\| `(outboxd_[a-z_]+)[^`]*` \| (\w+) \|", f.read(), re.M)}
 
 
 def scrape(port):

@@ -1,13 +1,16 @@
 """Many outboxes in one daemon: a schema per tenant and a database per tenant, served within a fixed connection
 budget, each row's message naming its outbox (RabbitMQ, least-privilege roles)."""
 
+import re
 import threading
 import time
+import urllib.request
 
 import psycopg2
 import pytest
 
-from harness import Broker, Consumer, Daemon, Database, enqueue, run_cli, unique, wait_until, write_config
+from harness import (Broker, Consumer, Daemon, Database, documented_series, free_port, run_cli, unique, wait_until,
+                     write_config)
 
 
 @pytest.fixture
@@ -40,6 +43,11 @@ def daemon_connections(*databases):
     return databases[0].query("SELECT count(*) FROM pg_stat_activity WHERE usename = ANY(%s)", (roles,))[0][0]
 
 
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        return reply.read().decode()
+
+
 class ConnectionWatch:
     """Samples the daemon's connections every 20 ms while it runs; `most` is the largest count seen."""
 
@@ -70,7 +78,8 @@ def test_outboxes_of_schemas_and_databases_go_out_within_the_budget(workdir, dat
             add_schema(database, schema)
         orders = unique("orders")
         consumer = Consumer(broker, orders)
-        path = write_config(f"{workdir}/outboxd.yaml", database, broker,
+        port = free_port()
+        path = write_config(f"{workdir}/outboxd.yaml", database, broker, http={"listen": f"127.0.0.1:{port}"},
                             tenants={"max_connections": 4, "release_after_ms": 300, "idle_check_interval_ms": 500})
         with open(path, "a") as f:
             f.write("outboxes:\n"
@@ -97,6 +106,15 @@ def test_outboxes_of_schemas_and_databases_go_out_within_the_budget(workdir, dat
             late = consumer.receive(1, timeout=10)[0]
             assert (late.id, late.properties["outboxd_outbox"]) == ("b-late", "b")
             assert time.monotonic() - started < 1.0
+            # Counted as b's loop lets go of it again.
+            def counted():
+                text = scrape(port)
+                return text if 'outboxd_outbox_dispatched_rows{outbox="b"} 21' in text else None
+
+            text = wait_until(counted, timeout=10, what="b's 21 rows counted")
+            served = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+            for name, kind in documented_series(many_outboxes=True).items():
+                assert served.get(name) == kind, f"{name}: documented as {kind}, served as {served.get(name)}"
         finally:
             most = watch.stop()
             consumer.close()

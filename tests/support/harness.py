@@ -9,6 +9,7 @@ are written by one holding only the writer group role, as deployed.
 """
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -286,6 +287,17 @@ def yaml_lines(mapping, indent=""):
         else:
             lines.append(f"{indent}{key}: {yaml_value(value)}")
     return lines
+
+
+METRICS_MD = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "metrics.md")
+
+
+def documented_series(many_outboxes=False):
+    """{name: type} from the tables of docs/metrics.md: a daemon of one outbox's, or of many outboxes'."""
+    with open(METRICS_MD) as f:
+        one, _, many = f.read().partition("\n## Many outboxes\n")
+    text = many.partition("\n## ")[0] if many_outboxes else one
+    return {name: kind for name, kind in re.findall(r"^\| `(outboxd_[a-z_]+)[^`]*` \| (\w+) \|", text, re.M)}
 
 
 def run_cli(*args, check=True):
