@@ -10,6 +10,8 @@
 #include <cstring>
 
 #include "daemon/commands.hpp"
+#include "daemon/run/database_connection.hpp"
+#include "pg/watch_store.hpp"
 
 namespace outboxd::daemon::tenants {
 
@@ -136,6 +138,7 @@ void Supervisor::turn() {
 
 void Supervisor::finish() {
   workers_->join();
+  unwatch_all();
   publisher_.stop();
   if (http_) http_->stop();
   std::uint64_t dispatched = 0, parked = 0;
@@ -144,6 +147,32 @@ void Supervisor::finish() {
     parked += outbox.totals.parked;
   }
   spdlog::info("outboxd stopped: dispatched {}, parked {}", dispatched, parked);
+}
+
+// A watch row left behind would make writers NOTIFY no one until a balancer
+// forgets it, or forever if no daemon serves the outbox again: each goes,
+// one connection per database, as the daemon stops.
+void Supervisor::unwatch_all() {
+  for (const auto& database : databases_) {
+    std::optional<pg::Connection> connection;
+    for (const OutboxId id : database.outboxes) {
+      const Outbox& outbox = outboxes_[id];
+      if (!outbox.watched) continue;
+      if (!connection) {
+        auto opened = open_database(outbox.config.database, "outboxd " + instance_id_ + " watch");
+        if (!opened) {
+          spdlog::warn("outbox {}: could not remove its wake-up registration: {}", outbox.entry.name,
+                       opened.error().message);
+          break;
+        }
+        connection.emplace(std::move(opened).value());
+      }
+      if (auto gone = pg::WatchStore(*connection, outbox.entry.outbox.schema).unwatch(context_.watcher_id); !gone) {
+        spdlog::warn("outbox {}: could not remove its wake-up registration: {}", outbox.entry.name,
+                     gone.error().message);
+      }
+    }
+  }
 }
 
 std::size_t Supervisor::free_workers() const { return jobs_ >= budget_.workers ? 0 : budget_.workers - jobs_; }

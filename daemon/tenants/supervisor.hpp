@@ -76,6 +76,7 @@ class Supervisor {
   std::optional<int> start();
   void turn();
   void finish();
+  void unwatch_all();
 
   // Outboxes and databases (supervisor_outboxes.cpp).
   void adopt(const std::vector<config::OutboxEntry>& entries);

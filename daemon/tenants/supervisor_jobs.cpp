@@ -59,8 +59,6 @@ void Supervisor::apply_check(const JobReport& report) {
       schedule_.on_check_failed(checked.id);
       continue;
     }
-    Outbox& outbox = outboxes_[checked.id];
-    outbox.watched = databases_[outbox.database].listener.has_value();
     note_recovery(checked.id);
     schedule_.on_checked(checked.id, *checked.baseline);
   }
@@ -203,10 +201,11 @@ void Supervisor::start_serve(OutboxId id) {
 void Supervisor::start_check(const std::vector<OutboxId>& ids) {
   std::vector<CheckItem> items;
   for (const OutboxId id : ids) {
-    const Outbox& outbox = outboxes_[id];
+    Outbox& outbox = outboxes_[id];
     const bool listened = databases_[outbox.database].listener.has_value();
     const auto action = listened ? WatchAction::watch : outbox.watched ? WatchAction::unwatch : WatchAction::none;
     items.push_back({id, outbox.entry.outbox.schema, action});
+    outbox.watched = listened;  // what the check leaves, or tries to: unwatch_all() removes the rest
   }
   ++jobs_;
   workers_->submit([this, config = outboxes_[ids.front()].config.database, items = std::move(items)]() mutable {

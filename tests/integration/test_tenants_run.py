@@ -101,6 +101,10 @@ def test_outboxes_of_schemas_and_databases_go_out_within_the_budget(workdir, dat
                 wait_until(lambda: db.query(f'SELECT count(*) FROM "{schema}".messages')[0][0] == 0,
                            what=f"{name}'s rows marked")
             time.sleep(2)  # every outbox lets go of its connection
+            # The shared database has the one listener: its dormant outboxes ask writers to NOTIFY, the other's not.
+            watching = {name: db.query(f'SELECT count(*) FROM "{schema}".instances WHERE watching')[0][0]
+                        for name, (db, schema) in tenants.items()}
+            assert watching == {"main": 1, "a": 1, "b": 1, "other": 0}
             started = time.monotonic()
             enqueue_in(database, "t_b", orders, ["b-late"])
             late = consumer.receive(1, timeout=10)[0]
@@ -120,5 +124,8 @@ def test_outboxes_of_schemas_and_databases_go_out_within_the_budget(workdir, dat
             consumer.close()
             assert daemon.stop() == 0, daemon.log()
         assert 0 < most <= 4, f"the daemon held {most} connections"
+        # Stopped, it leaves no registration that would have writers NOTIFY no one.
+        for name, (db, schema) in tenants.items():
+            assert db.query(f'SELECT count(*) FROM "{schema}".instances')[0][0] == 0, name
     finally:
         other.drop()
