@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "config/secrets.hpp"
+#include "log/log.hpp"
 #include "pg/migrator.hpp"
 #include "pg/privileges.hpp"
 
@@ -130,7 +131,7 @@ core::Status DatabaseConnection::ensure_connected() {
     lost(ready.error());
     return {};
   }
-  spdlog::info("database connected ({} attempt{})", failures_ + 1, failures_ == 0 ? "" : "s");
+  spdlog::log(log::routine(), "database connected ({} attempt{})", failures_ + 1, failures_ == 0 ? "" : "s");
   state_ = ConnectionState::up;
   failures_ = 0;
   fresh_ = true;

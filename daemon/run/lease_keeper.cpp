@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "log/log.hpp"
+
 namespace outboxd::daemon {
 
 LeaseKeeper::LeaseKeeper(const config::LeaseConfig& config, std::string instance_id, const core::Clock& clock)
@@ -26,7 +28,7 @@ core::Status LeaseKeeper::maintain(LeaseStore& store, std::vector<int>& stopped,
   gained.insert(gained.end(), changes.gained.begin(), changes.gained.end());
   if (changes.changed) {
     const auto claimable = book_.partitions().size();
-    spdlog::info("leases: claiming {} partition{}, {} more draining before they are handed back", claimable,
+    spdlog::log(log::routine(), "leases: claiming {} partition{}, {} more draining before they are handed back", claimable,
                  claimable == 1 ? "" : "s", book_.draining().size());
   }
   return {};
@@ -36,7 +38,7 @@ core::Status LeaseKeeper::hand_back_drained(LeaseStore& store, const std::vector
   if (drained.empty()) return {};
   if (auto handed = store.hand_back(instance_id_, drained); !handed) return handed;
   book_.handed_back(drained);
-  spdlog::info("leases: handed back {} drained partition{}", drained.size(), drained.size() == 1 ? "" : "s");
+  spdlog::log(log::routine(), "leases: handed back {} drained partition{}", drained.size(), drained.size() == 1 ? "" : "s");
   return {};
 }
 

@@ -34,6 +34,7 @@ class EscapedMessage final : public spdlog::custom_flag_formatter {
 
 void set_thread_outbox(std::string name) { current_outbox = std::move(name); }
 const std::string& thread_outbox() { return current_outbox; }
+spdlog::level::level_enum routine() { return current_outbox.empty() ? spdlog::level::info : spdlog::level::debug; }
 
 std::unique_ptr<spdlog::formatter> human_formatter() {
   auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include <spdlog/common.h>
 #include <spdlog/formatter.h>
 
 #include "core/result.hpp"
@@ -23,5 +24,9 @@ std::unique_ptr<spdlog::formatter> human_formatter();
 // line it logs names it ("outbox acme: ..." or "outbox":"acme"). Empty: none.
 void set_thread_outbox(std::string name);
 const std::string& thread_outbox();
+// The level of a run loop's routine news (connected, leases taken): info,
+// but debug on a thread serving one outbox of many, whose loops start and
+// stop with their work many times an hour.
+spdlog::level::level_enum routine();
 
 }  // namespace outboxd::log
