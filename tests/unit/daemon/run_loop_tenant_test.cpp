@@ -17,6 +17,10 @@ TEST_CASE("Tenant loop: quiescent only once nothing is held or in flight and wri
   const auto id = f.database.insert();
   REQUIRE(f.turn_until([&] { return f.broker.sent.size() == 1; }));
   CHECK_FALSE(f.loop.quiescent());  // in flight
+  // Caught up and armed while the outcome is awaited: still not to be let go.
+  REQUIRE(f.turn_until([&] { return f.database.armed; }));
+  for (int i = 0; i < 5; ++i) f.loop.iterate();
+  CHECK_FALSE(f.loop.quiescent());
   f.broker.answer_all(DeliveryOutcome::accepted);
   REQUIRE(f.turn_until([&] { return f.database.status(id) == Status::dispatched && f.database.armed; }));
   CHECK(f.turn_until([&] { return f.loop.quiescent(); }));  // after the claim that follows the arming

@@ -90,7 +90,7 @@ TEST_CASE("A dormant outbox is checked every idle_check, or every listened_check
   CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0, 1});  // 30 s after its check
 }
 
-TEST_CASE("An unchanged signature keeps a blocked outbox asleep; any change wakes it", "[dispatch][tenants]") {
+TEST_CASE("An unchanged signature keeps a blocked outbox asleep, any change wakes it", "[dispatch][tenants]") {
   Fixture f;
   f.schedule.add(0, 0);
   f.schedule.plan(1);
@@ -135,7 +135,7 @@ TEST_CASE("NOTIFY wakes a dormant outbox, and one that began to release, once re
   CHECK(f.schedule.state(0) == State::wanted);
 }
 
-TEST_CASE("Wanted outboxes get workers oldest first; past a slice the longest served yields to one waiting",
+TEST_CASE("Wanted outboxes get workers oldest first, past a slice the longest served yields to one waiting",
           "[dispatch][tenants]") {
   Fixture f;
   f.dormant(4);
