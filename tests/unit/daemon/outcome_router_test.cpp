@@ -23,7 +23,7 @@ Outcome accepted(std::uint32_t route, outboxd::core::RowId id) {
 
 }  // namespace
 
-TEST_CASE("Each outcome goes to the queue of its row's route; equal row ids of two routes stay apart",
+TEST_CASE("Each outcome goes to the queue of its row's route, equal row ids of two routes stay apart",
           "[tenants][router]") {
   EventFd wake_a, wake_b;
   OutcomeQueue a(wake_a), b(wake_b);
@@ -52,7 +52,7 @@ TEST_CASE("An outcome whose job ended is dropped, never handed to the route's ne
   CHECK(router.dropped() == 1);
 }
 
-TEST_CASE("A queue that joins while the connection is up is told so, as a replay; news goes to every queue",
+TEST_CASE("A queue that joins while the connection is up is told so as a replay, and news goes to every queue",
           "[tenants][router]") {
   EventFd wake_a, wake_b;
   OutcomeQueue a(wake_a), b(wake_b);
