@@ -48,7 +48,8 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
                                 DatabaseConnection& db, const core::Clock& clock) {
   JobControl& control = *order.control;
   if (loop.start()) return JobReport::End::failed;
-  std::optional<core::SteadyTime> quiet_since;
+  bool quiet = false;  // quiescent since quiet_since
+  core::SteadyTime quiet_since{};
   bool releasing = false;
   while (loop.iterate()) {
     if (!db.up()) return JobReport::End::failed;  // the supervisor tries again after a backoff
@@ -58,12 +59,15 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
     }
     if (releasing) continue;
     if (!loop.quiescent()) {
-      quiet_since.reset();
+      quiet = false;
       continue;
     }
     const auto now = clock.now();
-    if (!quiet_since) quiet_since = now;
-    if (!context.contended && now - *quiet_since < order.release_after) continue;
+    if (!quiet) {
+      quiet = true;
+      quiet_since = now;
+    }
+    if (!context.contended && now - quiet_since < order.release_after) continue;
     // Writers must NOTIFY someone at every moment: the watch row (idle) is
     // in place before the loop's own row goes.
     control.releasing = true;

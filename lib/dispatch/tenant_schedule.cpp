@@ -60,6 +60,7 @@ void TenantSchedule::set_listened(Id id, bool listened) {
   Outbox& outbox = at(id);
   if (outbox.listened == listened) return;
   outbox.listened = listened;
+  if (outbox.state == State::checking) outbox.recheck = true;  // that check registered it for the old listener
   check_now(id);
 }
 
@@ -117,7 +118,8 @@ void TenantSchedule::make_dormant(Outbox& outbox, const Baseline& baseline, core
     return;
   }
   outbox.state = changed ? State::wanted : State::dormant;
-  outbox.since = changed ? now : now + check_interval(outbox);
+  outbox.since = changed || outbox.recheck ? now : now + check_interval(outbox);
+  outbox.recheck = false;
 }
 
 void TenantSchedule::on_checked(Id id, const Baseline& baseline) {

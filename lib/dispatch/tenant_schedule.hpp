@@ -104,6 +104,7 @@ class TenantSchedule {
     bool releasing = false;
     bool notified_releasing = false;
     bool yield_asked = false;
+    bool recheck = false;  // its listener came or went while a check held it: check again at once
     int failures = 0;
     std::optional<std::string> signature;  // the baseline: none before the first measure
     core::SteadyTime since{};              // wanted, serving: since when; dormant, broken: next check

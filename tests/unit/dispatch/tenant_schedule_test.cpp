@@ -205,3 +205,17 @@ TEST_CASE("A removed outbox is forgotten at once, or when the job that holds it 
   CHECK_FALSE(f.schedule.known(0));
   CHECK(f.schedule.count(State::wanted) == 0);
 }
+
+TEST_CASE("A listener that comes while an outbox is being checked has it checked again at once",
+          "[dispatch][tenants]") {
+  Fixture f;
+  f.schedule.add(0, 0);
+  REQUIRE(f.schedule.plan(1).checks.size() == 1);  // the check runs without the listener's registration
+  f.schedule.set_listened(0, true);
+  f.schedule.on_checked(0, kEmpty);
+  const auto plan = f.schedule.plan(1);
+  REQUIRE(plan.checks.size() == 1);  // not 30 s later: writers would not NOTIFY it until then
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0});
+  f.schedule.on_checked(0, kEmpty);
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 30s);
+}
