@@ -519,18 +519,17 @@ FROM w;
 
 -- outboxd.outbox.time_to_next_due
 SELECT ceil(extract(epoch FROM least ((
-        SELECT s.due_at
+        SELECT min(s.due_at)
         FROM "outbox".messages s
         WHERE s.status = 'pending'
           AND s.due_at > s.created_at
           AND s.due_at > now()
-      AND s.partition = ANY ($1::int[])
-    ORDER BY s.due_at LIMIT 1), (
-    SELECT min(r.next_attempt_at)
-    FROM "outbox".messages r
-    WHERE r.status = 'pending'
-      AND r.next_attempt_at > now()
-    AND r.partition = ANY ($1::int[]))) - now()) * 1000)::bigint;
+        AND s.partition = ANY ($1::int[])), (
+        SELECT min(r.next_attempt_at)
+        FROM "outbox".messages r
+        WHERE r.status = 'pending'
+          AND r.next_attempt_at > now()
+        AND r.partition = ANY ($1::int[]))) - now()) * 1000)::bigint;
 
 -- outboxd.outbox.purge
 SELECT "outbox".purge_dispatched ($1::bigint * interval '1 millisecond', $2);

@@ -280,19 +280,23 @@ std::string record_failures(const std::string& t, const std::string& leases) {
 }
 
 // Only future events count: a due row blocked in its session must not make
-// the daemon spin. Backoffs use messages_blocked_idx, schedules messages_scheduled_idx:
-// the first due_at in its order, not min(due_at), which a generic plan made on
-// an empty outbox computed by reading all of messages_due_session_idx.
+// the daemon spin. Backoffs use messages_blocked_idx, schedules messages_scheduled_idx.
+// The run loop's form (within its partitions, every claim) takes min(due_at),
+// measured cheapest on a drain; the watcher's (every partition, a dormant
+// outbox, a generic plan possibly made while the outbox was empty) the first
+// due_at in index order, which a plan made on an empty outbox cannot turn
+// into a read of all of messages_due_session_idx.
 std::string next_due_ms(const std::string& t, const char* partitions) {
-  const auto in_partitions = [partitions](const char* alias) {
-    if (partitions == nullptr) return std::string();
-    return std::string(" AND ") + alias + ".partition = ANY(" + partitions + ")";
-  };
-  return "ceil(extract(epoch FROM least("
-         "(SELECT s.due_at FROM " + t + " s WHERE s.status = 'pending' AND s.due_at > s.created_at "
-         "AND s.due_at > now()" + in_partitions("s") + " ORDER BY s.due_at LIMIT 1), "
+  const std::string scheduled = "FROM " + t + " s WHERE s.status = 'pending' AND s.due_at > s.created_at "
+                                "AND s.due_at > now()";
+  const std::string first_scheduled =
+      partitions == nullptr ? "(SELECT s.due_at " + scheduled + " ORDER BY s.due_at LIMIT 1)"
+                            : "(SELECT min(s.due_at) " + scheduled + " AND s.partition = ANY(" + partitions + "))";
+  const std::string in_partitions =
+      partitions == nullptr ? std::string() : std::string(" AND r.partition = ANY(") + partitions + ")";
+  return "ceil(extract(epoch FROM least(" + first_scheduled + ", "
          "(SELECT min(r.next_attempt_at) FROM " + t + " r WHERE r.status = 'pending' "
-         "AND r.next_attempt_at > now()" + in_partitions("r") + ")"
+         "AND r.next_attempt_at > now()" + in_partitions + ")"
          ") - now()) * 1000)::bigint";
 }
 
