@@ -87,13 +87,14 @@ TEST_CASE("publisher: rows of two outboxes with the same id published before sta
   outboxd::config::BrokerConfig broker;
   REQUIRE(outboxd::config::set_broker_url(broker, "amqp://127.0.0.1:1"));
   Publisher publisher(broker, "test", sink);
-  std::vector<OutboxMessage> batch(2);
-  for (std::uint32_t outbox : {1u, 2u}) {
-    auto& row = batch[outbox - 1];
+  std::vector<OutboxMessage> batch;
+  for (const std::uint32_t outbox : {1u, 2u}) {
+    OutboxMessage row;
     row.id = 7;
     row.outbox = outbox;
     row.message_id = "m";
     row.destination = "orders";
+    batch.push_back(std::move(row));
   }
   publisher.publish(batch);  // answered at once, on this thread
   REQUIRE(sink.outcomes.size() == 2);
