@@ -9,6 +9,7 @@ import psycopg2
 import pytest
 
 from harness import Broker, Consumer, Daemon, Database, unique, wait_until, write_config
+from tenant_copies import Copies
 
 TENANTS = 200
 BUDGET = 32
@@ -20,35 +21,6 @@ IDLE_CHECK_MS = 3000
 @pytest.fixture
 def broker():
     return Broker("rabbitmq")
-
-
-class Copies:
-    """Databases made from a migrated one by CREATE DATABASE ... TEMPLATE: migrating 200 databases one by one
-    would take minutes; a copy takes a fraction of a second. The dispatcher and writer group roles and the
-    template's login roles are cluster-wide, so its two login roles reach every copy."""
-
-    def __init__(self, template, count):
-        self.template = template
-        self.names = []
-        try:
-            for i in range(count):
-                name = f"{template.name}_{i}"
-                template._admin(f'CREATE DATABASE "{name}" TEMPLATE "{template.name}"')
-                self.names.append(name)
-        except BaseException:
-            self.drop()
-            raise
-
-    def url(self, name, role):
-        """The template's URL for `role` pointed at database `name`."""
-        base = {"dispatcher": self.template.url, "writer": self.template.writer_url,
-                "superuser": self.template.superuser_url}[role]
-        return base.rpartition("/")[0] + "/" + name
-
-    def drop(self):
-        for name in self.names:
-            self.template._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        self.names = []
 
 
 def write_rows(url, destination, ids):
