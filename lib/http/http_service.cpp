@@ -192,9 +192,13 @@ class BoundedServer final : public httplib::Server {
   }
 
   void serve(int sock, Clock::time_point accepted_at) {
-    BoundedStream stream(sock, accepted_at + limits_.deadline, limits_.max_head);
-    bool closed = false;
-    process_request(stream, true, closed, [](httplib::Request&) {});
+    {
+      // Gone before the close below: a client that has seen the close finds
+      // nothing of its connection left running.
+      BoundedStream stream(sock, accepted_at + limits_.deadline, limits_.max_head);
+      bool closed = false;
+      process_request(stream, true, closed, [](httplib::Request&) {});
+    }
     // Half-close first so that a client still sending a refused body sees
     // the answer before the reset its unread bytes cause.
     ::shutdown(sock, SHUT_WR);
