@@ -50,8 +50,13 @@ bool TenantSchedule::remove(Id id) {
   return false;
 }
 
-core::Duration TenantSchedule::check_interval(const Outbox& outbox) const {
-  return outbox.listened ? policy_.listened_check : policy_.idle_check;
+// At a random point of the interval's last fifth: outboxes found at one
+// moment (a start, a reload, a database back) would otherwise come due
+// together, for ever, and one check job would take hundreds of them at a time
+// while a NOTIFY for one of them waits for its end. Never later than the interval.
+core::Duration TenantSchedule::check_interval(const Outbox& outbox) {
+  const core::Duration interval = outbox.listened ? policy_.listened_check : policy_.idle_check;
+  return interval - std::chrono::duration_cast<core::Duration>(interval * (random_.uniform() / 5));
 }
 
 // A listener that came must see the outbox registered for NOTIFY; one that

@@ -113,7 +113,7 @@ class TenantSchedule {
   Outbox& at(Id id);
   void make_dormant(Outbox& outbox, const Baseline& baseline, core::SteadyTime now);
   void finish_job(Id id);
-  core::Duration check_interval(const Outbox& outbox) const;
+  core::Duration check_interval(const Outbox& outbox);
   void promote_due(core::SteadyTime now);
 
   TenantPolicy policy_;

@@ -11,8 +11,9 @@ using State = TenantSchedule::State;
 
 namespace {
 
-struct HalfRandom final : outboxd::core::RandomSource {
-  double uniform() override { return 0.5; }  // no jitter
+struct SetRandom final : outboxd::core::RandomSource {
+  double value = 0.5;  // a backoff's middle; a check at 0.9 of its interval
+  double uniform() override { return value; }
 };
 
 TenantPolicy policy(std::size_t workers) {
@@ -29,7 +30,7 @@ const TenantSchedule::Baseline kBlocked{"r:1:7 s:0:0 p:1:6", true, std::nullopt}
 
 struct Fixture {
   ManualClock clock;
-  HalfRandom random;
+  SetRandom random;
   TenantSchedule schedule{policy(2), clock, random};
 
   // Adds outboxes 0..n-1 in one database and checks them all with `baseline`.
@@ -71,6 +72,7 @@ TEST_CASE("A first check wakes an outbox with waiting rows only", "[dispatch][te
 TEST_CASE("A dormant outbox is checked every idle_check, or every listened_check where a listener hears it",
           "[dispatch][tenants]") {
   Fixture f;
+  f.random.value = 0;  // checks at the whole interval
   f.dormant(2);
   f.schedule.set_listened(1, true);  // checked at once: registered for NOTIFY
   auto plan = f.schedule.plan(2);
@@ -110,6 +112,7 @@ TEST_CASE("An unchanged signature keeps a blocked outbox asleep, any change wake
 
 TEST_CASE("A dormant outbox wakes at its next due time without a check", "[dispatch][tenants]") {
   Fixture f;
+  f.random.value = 0;  // checks at the whole interval
   f.dormant(1, {"r:0:0 s:0:0 p:0:0", false, 60'000ms});
   CHECK(f.schedule.next_deadline() == f.clock.now() + 5s);
   f.clock.advance(60s);
@@ -209,6 +212,7 @@ TEST_CASE("A removed outbox is forgotten at once, or when the job that holds it 
 TEST_CASE("A listener that comes while an outbox is being checked has it checked again at once",
           "[dispatch][tenants]") {
   Fixture f;
+  f.random.value = 0;  // checks at the whole interval
   f.schedule.add(0, 0);
   REQUIRE(f.schedule.plan(1).checks.size() == 1);  // the check runs without the listener's registration
   f.schedule.set_listened(0, true);
@@ -218,4 +222,20 @@ TEST_CASE("A listener that comes while an outbox is being checked has it checked
   CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0});
   f.schedule.on_checked(0, kEmpty);
   CHECK(f.schedule.next_deadline() == f.clock.now() + 30s);
+}
+
+TEST_CASE("Checks come due at a random point of the interval's last fifth, never later", "[dispatch][tenants]") {
+  Fixture f;
+  f.random.value = 1;
+  f.dormant(1);
+  f.clock.advance(3999ms);
+  CHECK(f.schedule.plan(1).checks.empty());
+  f.clock.advance(1ms);
+  CHECK(f.schedule.plan(1).checks.size() == 1);
+  f.random.value = 0.5;
+  f.schedule.on_checked(0, kEmpty);
+  f.clock.advance(4499ms);
+  CHECK(f.schedule.plan(1).checks.empty());
+  f.clock.advance(1ms);
+  CHECK(f.schedule.plan(1).checks.size() == 1);
 }
