@@ -74,7 +74,7 @@ std::optional<int> RunLoop::start() {
   return std::nullopt;
 }
 
-bool RunLoop::iterate() {
+bool RunLoop::iterate(bool return_if_quiescent) {
   if (exit_code_) return false;
   handle_signals();
   decisions_.apply(publisher_.take_outcomes());
@@ -92,6 +92,7 @@ bool RunLoop::iterate() {
   reporting_.log_stats(stopping_);
   if (stopping_ && finished_stopping()) return false;
   reporting_.report(stopping_);
+  if (return_if_quiescent && quiescent()) return true;
   sleep_until_next_event();
   return !exit_code_;
 }

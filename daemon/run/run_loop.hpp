@@ -45,9 +45,11 @@ class RunLoop {
 
   // The three parts of run(), apart for the unit tests. start() returns an
   // exit code when the loop cannot start; iterate() is one turn of the loop
-  // (its last step sleeps) and returns false once the loop is to end.
+  // (its last step sleeps) and returns false once the loop is to end. With
+  // `return_if_quiescent` a turn that leaves it quiescent returns before the
+  // sleep: a caller waiting to let it go learns so at once, not at the next wake.
   std::optional<int> start();
-  bool iterate();
+  bool iterate(bool return_if_quiescent = false);
   int finish();
 
   const RunLoopMetrics& metrics() const { return metrics_; }

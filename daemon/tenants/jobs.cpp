@@ -51,7 +51,9 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
   bool quiet = false;  // quiescent since quiet_since
   core::SteadyTime quiet_since{};
   bool releasing = false;
-  while (loop.iterate()) {
+  // While others wait, a turn that leaves the loop quiescent returns before
+  // its sleep: the worker is let go then, not at the next wake (up to kTick).
+  while (loop.iterate(context.contended && !releasing)) {
     if (!db.up()) return JobReport::End::failed;  // the supervisor tries again after a backoff
     if (control.shutdown || control.yield) {
       loop.request_stop();

@@ -30,6 +30,21 @@ TEST_CASE("Tenant loop: quiescent only once nothing is held or in flight and wri
   CHECK(f.stop() == 0);
 }
 
+TEST_CASE("Tenant loop: a turn that leaves it quiescent returns before its sleep when asked to",
+          "[daemon][run_loop][tenants]") {
+  auto config = test_config();
+  config.dispatch.poll_interval = std::chrono::hours(1);
+  LoopFixture f(config);
+  const auto id = f.database.insert();
+  REQUIRE(f.turn_until([&] { return f.database.status(id) == Status::dispatched && f.loop.quiescent(); }));
+  const int sleeps = f.events.sleeps;
+  CHECK(f.loop.iterate(true));
+  CHECK(f.events.sleeps == sleeps);
+  CHECK(f.loop.iterate(false));
+  CHECK(f.events.sleeps == sleeps + 1);
+  CHECK(f.stop() == 0);
+}
+
 TEST_CASE("Tenant loop: request_stop waits for the outcomes in flight, marks them and hands back the leases",
           "[daemon][run_loop][tenants]") {
   LoopFixture f;
