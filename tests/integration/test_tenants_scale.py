@@ -2,14 +2,13 @@
 (RabbitMQ, least-privilege roles)."""
 
 import statistics
-import threading
 import time
 
 import psycopg2
 import pytest
 
 from harness import Broker, Consumer, Daemon, Database, unique, wait_until, write_config
-from tenant_copies import Copies
+from tenant_copies import ConnectionWatch, Copies, percentile, rss_kib
 
 TENANTS = 200
 BUDGET = 32
@@ -33,45 +32,6 @@ def write_rows(url, destination, ids):
         return time.time()
     finally:
         conn.close()
-
-
-class ConnectionWatch:
-    """Samples the connections of the daemon's login role every 20 ms; `most` is the largest count seen."""
-
-    def __init__(self, database, role):
-        self.database, self.role = database, role
-        self.most = 0
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        conn = self.database.connect()
-        try:
-            with conn.cursor() as cur:
-                while not self._stop.is_set():
-                    cur.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (self.role,))
-                    self.most = max(self.most, cur.fetchone()[0])
-                    self.samples += 1
-                    time.sleep(0.02)
-        finally:
-            conn.close()
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join()
-        return self.most
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def test_two_hundred_databases_within_thirty_two_connections(workdir, broker):
