@@ -45,6 +45,11 @@ void BacklogStep::measure(bool stopping) {
                                              ranking_.chosen());
   if (!report) return fail_(report.error());
   figures_.duration.observe(std::chrono::duration<double>(clock_.now() - now).count());
+  std::int64_t rows = 0;
+  for (const auto& destination : report.value().destinations) {
+    rows += destination.due + destination.scheduled + destination.retrying;
+  }
+  rows_ = rows;
   figures_.publish(rank ? ranking_.ranked(std::move(report).value(), now)
                         : ranking_.between(std::move(report).value()));
 }

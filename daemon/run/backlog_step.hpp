@@ -2,7 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
@@ -41,6 +43,9 @@ class BacklogStep {
 
   // One measurement when due and the database is up, unless `stopping`.
   void measure(bool stopping);
+  // Rows waiting at the last measurement: due, scheduled and retrying, of
+  // the destinations it read (each count bounded); none before the first.
+  std::optional<std::int64_t> rows() const { return rows_; }
 
  private:
   void schedule(core::SteadyTime now);
@@ -53,6 +58,7 @@ class BacklogStep {
   dispatch::LoopTimers& timers_;
   const core::Clock& clock_;
   Fail fail_;
+  std::optional<std::int64_t> rows_;
 };
 
 }  // namespace outboxd::daemon

@@ -54,6 +54,8 @@ class RunLoop {
 
   const RunLoopMetrics& metrics() const { return metrics_; }
   const DecisionWriter::Totals& totals() const { return decisions_.totals(); }
+  // Rows waiting at its last backlog measurement (with http.listen); none before the first.
+  std::optional<std::int64_t> backlog_rows() const { return backlog_.rows(); }
 
   // As SIGTERM: no more claims, in-flight outcomes awaited up to
   // dispatch.shutdown_timeout_ms, leases handed back by finish().

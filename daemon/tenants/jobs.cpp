@@ -55,6 +55,7 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
   // its sleep: the worker is let go then, not at the next wake (up to kTick).
   while (loop.iterate(context.contended && !releasing)) {
     if (!db.up()) return JobReport::End::failed;  // the supervisor tries again after a backoff
+    if (const auto rows = loop.backlog_rows()) control.backlog = *rows;
     if (control.shutdown || control.yield) {
       loop.request_stop();
       continue;
@@ -91,8 +92,8 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
 }  // namespace
 
 Baseline baseline_of(std::string signature, std::optional<std::chrono::milliseconds> next_due) {
-  const bool waiting = group_count(signature, "r:") > 0 || group_count(signature, "s:") > 0;
-  return {std::move(signature), waiting, next_due};
+  const auto rows = static_cast<std::int64_t>(group_count(signature, "r:") + group_count(signature, "s:"));
+  return {std::move(signature), rows > 0, next_due, rows};
 }
 
 void serve(const JobContext& context, ServeOrder order) {

@@ -30,6 +30,7 @@ struct JobControl {
   std::atomic<bool> yield{false};      // others wait: stop, rows may be left
   std::atomic<bool> shutdown{false};   // the daemon stops
   std::atomic<bool> releasing{false};  // set by the job: it began to let the outbox go
+  std::atomic<std::int64_t> backlog{-1};  // set by the job: its loop's last backlog measurement; -1 none yet
   EventFd wake;                        // the job's sleep ends when an order comes (and on outcomes)
 };
 

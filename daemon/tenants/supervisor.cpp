@@ -51,10 +51,13 @@ Supervisor::Supervisor(config::Config config, std::string instance_id, SignalWat
       schedule_(tenant_policy(config_, budget_.workers), clock_, random_),
       states_(registry_.gauge_set("outboxd_outboxes", "Outboxes this daemon serves, by state")),
       outbox_states_(registry_.gauge_set("outboxd_outbox_state",
-                                         "1 for each outbox's state; the 50 most active outboxes only")),
+                                         "1 for each outbox's state; the 50 outboxes owing most only")),
       outbox_dispatched_(registry_.gauge_set("outboxd_outbox_dispatched_rows",
-                                             "Rows each outbox's run loops dispatched since start; the 50 most "
-                                             "active outboxes only")),
+                                             "Rows each outbox's run loops dispatched since start; the 50 outboxes "
+                                             "owing most only")),
+      outbox_backlog_(registry_.gauge_set("outboxd_outbox_backlog_rows",
+                                          "Rows waiting in each outbox as last seen; the 50 outboxes owing most "
+                                          "only")),
       connections_(registry_.gauge("outboxd_outbox_connections",
                                    "PostgreSQL connections held now: listeners and workers' jobs")),
       service_(clock_, true) {}

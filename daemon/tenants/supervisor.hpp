@@ -58,6 +58,7 @@ class Supervisor {
     bool watched = false;   // its watch row is registered, as far as this daemon knows
     std::shared_ptr<JobControl> control;  // while a serve job holds it
     DecisionWriter::Totals totals;
+    std::int64_t waiting = 0;  // rows waiting as last seen: its last check, or its loop's backlog measurement
     std::string failure;    // the last failure logged, so a repeated one is not
   };
   struct Database {
@@ -141,6 +142,7 @@ class Supervisor {
   metrics::GaugeSet& states_;
   metrics::GaugeSet& outbox_states_;
   metrics::GaugeSet& outbox_dispatched_;
+  metrics::GaugeSet& outbox_backlog_;
   metrics::Gauge& connections_;
   metrics::Health health_;
   std::unique_ptr<metrics::HttpServer> http_;

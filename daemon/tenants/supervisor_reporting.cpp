@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "daemon/tenants/supervisor.hpp"
 
@@ -46,31 +47,36 @@ void Supervisor::report() {
 }
 
 // One series per outbox would grow with the tenants; the 50 that matter
-// most now are kept: served, waiting or broken first, then those that
-// dispatched most. The others are counted in outboxd_outboxes.
+// most now are kept: broken first, then those owing the most rows as last
+// seen (a served one's loop measures its backlog while it runs), then those
+// that dispatched most. The others are counted in outboxd_outboxes.
 void Supervisor::report_outboxes() {
   constexpr std::size_t kShown = 50;
-  const auto rank = [this](OutboxId id) {
-    const auto state = schedule_.state(id);
-    const int urgency = state == State::serving ? 0 : state == State::broken ? 1 : state == State::wanted ? 2 : 3;
-    return std::make_pair(urgency, ~outboxes_[id].totals.dispatched);
-  };
   std::vector<OutboxId> shown;
   for (OutboxId id = 0; id < outboxes_.size(); ++id) {
-    if (outboxes_[id].present) shown.push_back(id);
+    Outbox& outbox = outboxes_[id];
+    if (!outbox.present) continue;
+    if (outbox.control && outbox.control->backlog >= 0) outbox.waiting = outbox.control->backlog;
+    shown.push_back(id);
   }
+  const auto rank = [this](OutboxId id) {
+    const Outbox& outbox = outboxes_[id];
+    return std::make_tuple(schedule_.state(id) != State::broken, -outbox.waiting, ~outbox.totals.dispatched);
+  };
   const auto cut = std::min(shown.size(), kShown);
   std::partial_sort(shown.begin(), shown.begin() + static_cast<std::ptrdiff_t>(cut), shown.end(),
                     [&rank](OutboxId a, OutboxId b) { return rank(a) < rank(b); });
   shown.resize(cut);
-  std::vector<metrics::GaugeSet::Sample> states, dispatched;
+  std::vector<metrics::GaugeSet::Sample> states, dispatched, backlog;
   for (const OutboxId id : shown) {
     const auto& name = outboxes_[id].entry.name;
     states.push_back({{{"outbox", name}, {"state", dispatch::to_string(schedule_.state(id))}}, 1.0});
     dispatched.push_back({{{"outbox", name}}, static_cast<double>(outboxes_[id].totals.dispatched)});
+    backlog.push_back({{{"outbox", name}}, static_cast<double>(outboxes_[id].waiting)});
   }
   outbox_states_.replace(std::move(states));
   outbox_dispatched_.replace(std::move(dispatched));
+  outbox_backlog_.replace(std::move(backlog));
 }
 
 void Supervisor::log_stats() {

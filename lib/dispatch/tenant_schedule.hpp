@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,7 @@ class TenantSchedule {
     std::string signature;                              // changes when what could be claimed changes
     bool rows_waiting = false;                          // ready or due rows, blocked or not
     std::optional<std::chrono::milliseconds> next_due;  // its next timeout or backoff
+    std::int64_t rows = 0;                              // ready and due rows counted (each count bounded)
   };
   void on_checked(Id id, const Baseline& baseline);
   void on_released(Id id, const Baseline& baseline);  // served until quiescent
