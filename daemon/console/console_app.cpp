@@ -1,10 +1,14 @@
-// `outboxd console`: authentication, CSRF, the database under one lock, and the routes of its pages and actions.
+// `outboxd console`: authentication, CSRF, the outboxes served, and the routes of their pages and actions.
 #include "daemon/console/console_app.hpp"
 
 #include <sys/random.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
+#include "config/outboxes.hpp"
+#include "config/url.hpp"
 #include "console/pages.hpp"
 #include "daemon/operator_text.hpp"
 #include "pg/operator_views.hpp"
@@ -46,7 +50,10 @@ void refuse(const httplib::Request& request, httplib::Response& response, int st
 }  // namespace
 
 bool wants_json(const httplib::Request& request) {
-  return request.path.rfind("/api/", 0) == 0 ||
+  // /api/... of the one outbox or of the list; /o/<name>/api/... of one of many.
+  const bool api = request.path.rfind("/api/", 0) == 0 ||
+                   (request.path.rfind("/o/", 0) == 0 && request.path.find("/api/") == request.path.find('/', 3));
+  return api ||
          request.get_header_value("Accept").find("application/json") != std::string::npos;
 }
 
@@ -73,11 +80,40 @@ std::string random_token() {
   return out;
 }
 
-ConsoleApp::ConsoleApp(config::Config config, pg::Connection connection, std::string token)
+ConsoleApp::ConsoleApp(config::Config config, const std::vector<config::OutboxEntry>& outboxes, std::string token,
+                       std::optional<pg::Connection> connection)
     : config_(std::move(config)),
       token_(std::move(token)),
       logins_(random_token, std::chrono::duration_cast<std::chrono::seconds>(kLoginIdleLimit)),
-      connection_(std::move(connection)) {}
+      databases_(kConsoleConnectionsKept, "outboxd console") {
+  if (outboxes.empty()) {
+    sites_.push_back(std::make_unique<OutboxSite>());
+    sites_.front()->config = config_;
+    if (connection) databases_.adopt(config_.database, std::move(*connection));
+    return;
+  }
+  std::vector<const config::OutboxEntry*> order;
+  for (const auto& entry : outboxes) order.push_back(&entry);
+  // A database's outboxes one after the other: the sampler reads each database on one connection.
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return a->database.url < b->database.url;
+  });
+  for (const auto* entry : order) {
+    auto site = std::make_unique<OutboxSite>();
+    site->config = config::for_outbox(config_, *entry);
+    site->name = entry->name;
+    site->base = "/o/" + console::url_segment(entry->name);
+    site->reading.name = entry->name;
+    site->reading.database = config::describe(entry->database.target);
+    site->reading.schema = entry->outbox.schema;
+    by_name_[entry->name] = site.get();
+    sites_.push_back(std::move(site));
+  }
+}
+
+console::Frame frame_of(const Caller& caller, const OutboxSite& site) {
+  return {caller.name, caller.csrf, site.name, site.base};
+}
 
 std::optional<Caller> ConsoleApp::caller_of(const httplib::Request& request) {
   if (request.has_header("Authorization")) {
@@ -107,12 +143,33 @@ httplib::Server::Handler ConsoleApp::guarded(Handler handler) {
   };
 }
 
-void ConsoleApp::add_routes(httplib::Server& routes) {
-  const auto bind = [this](void (ConsoleApp::*method)(const httplib::Request&, httplib::Response&, const Caller&)) {
-    return guarded([this, method](const httplib::Request& q, httplib::Response& r, const Caller& c) {
-      (this->*method)(q, r, c);
-    });
+ConsoleApp::Handler ConsoleApp::of_outbox(OutboxHandler handler) {
+  return [this, handler = std::move(handler)](const httplib::Request& request, httplib::Response& response,
+                                              const Caller& caller) {
+    if (!many()) return handler(request, response, caller, *sites_.front());
+    const std::string name = request.matches[1];
+    const auto found = by_name_.find(name);
+    if (found == by_name_.end()) {
+      return refuse(request, response, 404, "no outbox is named \"" + name + "\"", {caller.name, caller.csrf});
+    }
+    handler(request, response, caller, *found->second);
   };
+}
+
+std::string ConsoleApp::part(const httplib::Request& request, std::size_t index) const {
+  return request.matches[index + (many() ? 1 : 0)];
+}
+
+void ConsoleApp::add_routes(httplib::Server& routes) {
+  using Request = const httplib::Request&;
+  using Page = void (ConsoleApp::*)(Request, httplib::Response&, const Caller&, OutboxSite&);
+  const auto bind = [this](Page method) {
+    return guarded(of_outbox([this, method](Request q, httplib::Response& r, const Caller& c, OutboxSite& site) {
+      (this->*method)(q, r, c, site);
+    }));
+  };
+  // One outbox's pages at /, many outboxes' under /o/<name>/ (a name is [A-Za-z0-9_.-]).
+  const std::string at = many() ? "/o/([^/]+)" : "";
   routes.set_default_headers({{"Content-Security-Policy", console::kContentSecurityPolicy},
                               {"X-Content-Type-Options", "nosniff"},
                               {"X-Frame-Options", "DENY"},
@@ -125,13 +182,17 @@ void ConsoleApp::add_routes(httplib::Server& routes) {
     send_html(response, 200, console::login_page(""));
   });
   routes.Post("/login", [this](const httplib::Request& q, httplib::Response& r) { login(q, r); });
-  routes.Post("/logout", bind(&ConsoleApp::logout));
-  routes.Get(R"(/|/api/status)", bind(&ConsoleApp::overview));
-  routes.Get(R"(/(api/)?parked)", bind(&ConsoleApp::parked));
-  routes.Get(R"(/(api/)?rows/(.+))", bind(&ConsoleApp::row));
-  routes.Get(R"(/(api/)?sessions/(.+))", bind(&ConsoleApp::session));
-  routes.Get(R"(/(api/)?audit)", bind(&ConsoleApp::audit));
-  routes.Post(R"(/(api/)?(parked|sessions)/(.+)/(requeue|skip))", bind(&ConsoleApp::act));
+  routes.Post("/logout", guarded([this](Request q, httplib::Response& r, const Caller& c) { logout(q, r, c); }));
+  if (many()) {
+    routes.Get(R"(/|/api/status)",
+               guarded([this](Request q, httplib::Response& r, const Caller& c) { outboxes(q, r, c); }));
+  }
+  routes.Get(at + R"((?:/|/api/status))", bind(&ConsoleApp::overview));
+  routes.Get(at + R"(/(api/)?parked)", bind(&ConsoleApp::parked));
+  routes.Get(at + R"(/(api/)?rows/(.+))", bind(&ConsoleApp::row));
+  routes.Get(at + R"(/(api/)?sessions/(.+))", bind(&ConsoleApp::session));
+  routes.Get(at + R"(/(api/)?audit)", bind(&ConsoleApp::audit));
+  routes.Post(at + R"(/(api/)?(parked|sessions)/(.+)/(requeue|skip))", bind(&ConsoleApp::act));
 }
 
 void ConsoleApp::login(const httplib::Request& request, httplib::Response& response) {
@@ -160,29 +221,6 @@ void ConsoleApp::logout(const httplib::Request& request, httplib::Response& resp
   }
   response.set_header("Set-Cookie", console::logout_cookie(config_.console.behind_tls));
   response.set_redirect("/login", 303);
-}
-
-void ConsoleApp::sample() {
-  console::Sample sample;
-  sample.at = monotonic_seconds();
-  const auto status = with_database([&](pg::Connection& c) -> core::Status {
-    pg::OutboxStore store(c, config_.outbox.schema);
-    auto report = store.status();
-    if (!report) return report.error();
-    for (const auto& d : report.value().destinations) {
-      sample.destinations[d.destination] = {d.due + d.retrying, d.scheduled, d.parked};
-    }
-    const auto& t = report.value().total;
-    sample.total = {t.due + t.retrying, t.scheduled, t.parked};
-    if (auto inserted = pg::OperatorViews(c, config_.outbox.schema).inserted_total()) sample.inserted = inserted.value();
-    return {};
-  });
-  if (!status) {
-    spdlog::warn("console: backlog sample skipped: {}", status.error().message);
-    return;
-  }
-  std::lock_guard lock(samples_mutex_);
-  samples_.add(std::move(sample));
 }
 
 }  // namespace outboxd::daemon

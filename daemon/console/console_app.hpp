@@ -1,18 +1,25 @@
-// `outboxd console`'s request handling: who is asking, the database behind one lock, the pages and actions as routes.
+// `outboxd console`'s request handling: who is asking, the outboxes served, their pages and actions as routes.
 #pragma once
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "console/login_book.hpp"
+#include "console/outbox_list.hpp"
+#include "console/pages.hpp"
 #include "console/samples.hpp"
 #include "core/result.hpp"
+#include "daemon/console/database_pool.hpp"
 #include "pg/connection.hpp"
 
 namespace outboxd::daemon {
@@ -25,49 +32,81 @@ struct Caller {
   bool bearer = false;
 };
 
+// One outbox the console serves: its config, where its pages are, what the sampler last read of it.
+struct OutboxSite {
+  config::Config config;  // a one-outbox config (config::for_outbox's with many)
+  std::string name;       // empty: the console serves this one outbox alone
+  std::string base;       // the path its pages are under: "" alone, "/o/<name>" of many
+  std::mutex mutex;
+  console::SampleHistory samples;  // under mutex
+  console::OutboxReading reading;  // under mutex; shown in the list of outboxes
+};
+
+// Connections the console keeps open between uses, whatever the number of databases.
+inline constexpr std::size_t kConsoleConnectionsKept = 4;
+
 class ConsoleApp {
  public:
-  ConsoleApp(config::Config config, pg::Connection connection, std::string token);
+  // With `outboxes` empty, the one outbox of `config` at /, on `connection`
+  // (made at start). Otherwise each of `outboxes` under /o/<name>/ and their
+  // list at /; their databases are connected when first needed.
+  ConsoleApp(config::Config config, const std::vector<config::OutboxEntry>& outboxes, std::string token,
+             std::optional<pg::Connection> connection);
 
   // Every page, action and API route, each checking the caller first.
   void add_routes(httplib::Server& routes);
-  // One backlog sample for the charts; a failure is logged and skipped.
+  // One backlog sample of every outbox served, one after the other, those of
+  // a database together: for the charts and the list of outboxes. A failure
+  // is logged and skipped.
   void sample();
+  // The sample under way stops after the outbox it is reading.
+  void stop_sampling() { stopping_ = true; }
 
  private:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&)>;
+  using OutboxHandler = std::function<void(const httplib::Request&, httplib::Response&, const Caller&, OutboxSite&)>;
 
   std::optional<Caller> caller_of(const httplib::Request& request);
   // `handler` for a caller with the token or a login, else 401; for a
   // POST from a browser login also the right `csrf` field, else 403.
   httplib::Server::Handler guarded(Handler handler);
-  // Runs `read` on the connection under the lock, reconnecting first when it is down.
+  // `handler` for the one outbox, or with many for the one the path names (else 404).
+  Handler of_outbox(OutboxHandler handler);
+  // A capture of the route's pattern, counted after the outbox's name when there are many.
+  std::string part(const httplib::Request& request, std::size_t index) const;
+  // Runs `read` on the connection of `site`'s database.
   template <class Read>
-  auto with_database(Read read) -> decltype(read(std::declval<pg::Connection&>())) {
-    std::lock_guard lock(database_mutex_);
-    // A reconnect that fails leaves the statement to fail and say why.
-    if (!connection_.ok()) static_cast<void>(connection_.reset());
-    return read(connection_);
+  auto with_database(OutboxSite& site, Read read) -> decltype(read(std::declval<pg::Connection&>())) {
+    return databases_.with(site.config.database, std::move(read));
   }
+  bool many() const { return sites_.size() > 1 || !sites_.front()->name.empty(); }
+  // One sample of `site`; false when it could not be read (the reading says why).
+  bool sample(OutboxSite& site);
 
   void login(const httplib::Request& request, httplib::Response& response);
   void logout(const httplib::Request& request, httplib::Response& response, const Caller& caller);
-  void overview(const httplib::Request& request, httplib::Response& response, const Caller& caller);
-  void parked(const httplib::Request& request, httplib::Response& response, const Caller& caller);
-  void row(const httplib::Request& request, httplib::Response& response, const Caller& caller);
-  void session(const httplib::Request& request, httplib::Response& response, const Caller& caller);
-  void audit(const httplib::Request& request, httplib::Response& response, const Caller& caller);
-  void act(const httplib::Request& request, httplib::Response& response, const Caller& caller);
+  void outboxes(const httplib::Request& request, httplib::Response& response, const Caller& caller);
+  void overview(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                OutboxSite& site);
+  void parked(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
+  void row(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
+  void session(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+               OutboxSite& site);
+  void audit(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
+  void act(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
 
   const config::Config config_;
   const std::string token_;
   console::LoginBook logins_;
   console::LoginThrottle throttle_;  // wrong tokens at login
-  std::mutex database_mutex_;
-  pg::Connection connection_;  // under database_mutex_
-  std::mutex samples_mutex_;
-  console::SampleHistory samples_;  // under samples_mutex_
+  DatabasePool databases_;
+  std::vector<std::unique_ptr<OutboxSite>> sites_;  // sampled in this order: those of a database together
+  std::map<std::string, OutboxSite*, std::less<>> by_name_;
+  std::atomic<bool> stopping_{false};
 };
+
+// What a page shows around its content, for `caller`, of `site`.
+console::Frame frame_of(const Caller& caller, const OutboxSite& site);
 
 // 32 bytes from the kernel's random source, as hex.
 std::string random_token();

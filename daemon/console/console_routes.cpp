@@ -20,8 +20,6 @@ constexpr int kSessionRowsActedOn = 10000;
 constexpr int kBodyBytesShown = 64 * 1024;
 constexpr int kTimelineRows = 1000;
 
-console::Frame frame_of(const Caller& caller) { return {caller.name, caller.csrf}; }
-
 void send(const httplib::Request& request, httplib::Response& response, const nlohmann::json& document,
           const std::function<std::string()>& html) {
   if (wants_json(request)) {
@@ -32,43 +30,51 @@ void send(const httplib::Request& request, httplib::Response& response, const nl
   }
 }
 
-void failed(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+void failed(const httplib::Request& request, httplib::Response& response, const console::Frame& frame,
             const core::Error& error) {
   response.status = error.kind == core::ErrorKind::rejected ? 400 : 503;
   send(request, response, {{"error", error.message}},
-       [&] { return console::problem_page(frame_of(caller), "Database error", error.message); });
+       [&] { return console::problem_page(frame, "Database error", error.message); });
 }
 
 }  // namespace
 
-void ConsoleApp::overview(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
-  auto report = with_database([&](pg::Connection& c) { return pg::OutboxStore(c, config_.outbox.schema).status(); });
-  if (!report) return failed(request, response, caller, report.error());
+void ConsoleApp::overview(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                          OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
+  const std::string& schema = site.config.outbox.schema;
+  auto report = with_database(site, [&](pg::Connection& c) { return pg::OutboxStore(c, schema).status(); });
+  if (!report) return failed(request, response, frame, report.error());
   const nlohmann::json status = status_json(report.value());
   send(request, response, status, [&] {
-    std::lock_guard lock(samples_mutex_);
-    return console::overview_page(frame_of(caller), status, samples_, monotonic_seconds());
+    std::lock_guard lock(site.mutex);
+    return console::overview_page(frame, status, site.samples, monotonic_seconds());
   });
 }
 
-void ConsoleApp::parked(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+void ConsoleApp::parked(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                        OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
   pg::ParkedFilter filter{true, request.get_param_value("destination"), request.get_param_value("session"),
                           std::nullopt, 500};
-  auto listed = with_database([&](pg::Connection& c) { return pg::OperatorViews(c, config_.outbox.schema).parked(filter); });
-  if (!listed) return failed(request, response, caller, listed.error());
+  const std::string& schema = site.config.outbox.schema;
+  auto listed = with_database(site, [&](pg::Connection& c) { return pg::OperatorViews(c, schema).parked(filter); });
+  if (!listed) return failed(request, response, frame, listed.error());
   const nlohmann::json document{{"rows", parsed(listed.value().rows)}, {"matched", listed.value().matched}};
-  send(request, response, document, [&] { return console::parked_page(frame_of(caller), document); });
+  send(request, response, document, [&] { return console::parked_page(frame, document); });
 }
 
-void ConsoleApp::row(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
-  const std::string message_id = request.matches[2];
+void ConsoleApp::row(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                     OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
+  const std::string message_id = part(request, 2);
   // A message id is its writer's own: ?writer= names whose, and an id that
   // several writers use without it gets the list to choose from.
   const std::string writer = request.get_param_value("writer");
   pg::RowHistory history;
   std::optional<pg::BodyPrefix> body;
-  const auto read = with_database([&](pg::Connection& c) -> core::Status {
-    pg::OperatorViews views(c, config_.outbox.schema);
+  const auto read = with_database(site, [&](pg::Connection& c) -> core::Status {
+    pg::OperatorViews views(c, site.config.outbox.schema);
     auto shown = views.show(message_id, writer);
     if (!shown) return shown.error();
     history = std::move(shown).value();
@@ -78,11 +84,11 @@ void ConsoleApp::row(const httplib::Request& request, httplib::Response& respons
     body = std::move(prefix).value();
     return {};
   });
-  if (!read) return failed(request, response, caller, read.error());
+  if (!read) return failed(request, response, frame, read.error());
   if (!history.writers.empty()) {
     response.status = 300;
     send(request, response, {{"message_id", message_id}, {"writers", history.writers}},
-         [&] { return console::writers_page(frame_of(caller), message_id, history.writers); });
+         [&] { return console::writers_page(frame, message_id, history.writers); });
     return;
   }
   const nlohmann::json row = history.row ? nlohmann::json::parse(*history.row) : nlohmann::json();
@@ -91,45 +97,52 @@ void ConsoleApp::row(const httplib::Request& request, httplib::Response& respons
   send(request, response, {{"row", row}, {"events", events}}, [&] {
     const console::BodyView view = body ? console::BodyView{body->bytes, body->size, body->content_type}
                                         : console::BodyView{};
-    return console::row_page(frame_of(caller), message_id, row, events, view);
+    return console::row_page(frame, message_id, row, events, view);
   });
 }
 
-void ConsoleApp::session(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
-  const std::string session_id = request.matches[2];
+void ConsoleApp::session(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                         OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
+  const std::string session_id = part(request, 2);
   auto timeline = with_database(
-      [&](pg::Connection& c) { return pg::OperatorViews(c, config_.outbox.schema).timeline(session_id, kTimelineRows); });
-  if (!timeline) return failed(request, response, caller, timeline.error());
+      site, [&](pg::Connection& c) { return pg::OperatorViews(c, site.config.outbox.schema).timeline(session_id, kTimelineRows); });
+  if (!timeline) return failed(request, response, frame, timeline.error());
   const nlohmann::json document{{"session_id", session_id},
                                 {"rows", parsed(timeline.value().rows.rows)},
                                 {"matched", timeline.value().rows.matched},
                                 {"limit", kTimelineRows},
                                 {"workflow_states", parsed(timeline.value().workflow_states)}};
-  send(request, response, document, [&] { return console::session_page(frame_of(caller), session_id, document); });
+  send(request, response, document, [&] { return console::session_page(frame, session_id, document); });
 }
 
-void ConsoleApp::audit(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
+void ConsoleApp::audit(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                       OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
   const console::AuditFilter shown{request.get_param_value("message_id"), request.get_param_value("session_id"),
                                    request.get_param_value("role"), request.get_param_value("since"),
                                    request.get_param_value("until")};
   const pg::AuditFilter filter{shown.message_id, shown.session_id, shown.role, shown.since, shown.until, 500};
-  auto listed = with_database([&](pg::Connection& c) { return pg::OperatorViews(c, config_.outbox.schema).audit(filter); });
-  if (!listed) return failed(request, response, caller, listed.error());
+  const std::string& schema = site.config.outbox.schema;
+  auto listed = with_database(site, [&](pg::Connection& c) { return pg::OperatorViews(c, schema).audit(filter); });
+  if (!listed) return failed(request, response, frame, listed.error());
   const nlohmann::json document{{"events", parsed(listed.value().rows)}, {"matched", listed.value().matched}};
-  send(request, response, document, [&] { return console::audit_page(frame_of(caller), shown, document); });
+  send(request, response, document, [&] { return console::audit_page(frame, shown, document); });
 }
 
 // The same functions as `outboxd requeue` and `skip`: each changed row gets a
 // row_events entry with the console's database role and "console:<login name>".
-void ConsoleApp::act(const httplib::Request& request, httplib::Response& response, const Caller& caller) {
-  const std::string kind = request.matches[2];
-  const std::string id = request.matches[3];
-  const std::string action = request.matches[4];
+void ConsoleApp::act(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                     OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
+  const std::string kind = part(request, 2);
+  const std::string id = part(request, 3);
+  const std::string action = part(request, 4);
   // A session is its writer's: a session-wide action names one writer (the
   // form's `writer`; empty: rows written before there were writers) and acts
   // on that writer's parked rows of the session id, by their message ids.
   const std::string writer = form_field(request, "writer");
-  auto changed = with_database([&](pg::Connection& c) -> core::Result<std::vector<std::string>> {
+  auto changed = with_database(site, [&](pg::Connection& c) -> core::Result<std::vector<std::string>> {
     pg::ParkedTarget target;
     target.writer = writer;
     if (kind == "parked") {
@@ -138,7 +151,7 @@ void ConsoleApp::act(const httplib::Request& request, httplib::Response& respons
       pg::ParkedFilter filter;
       filter.session_id = id;
       filter.limit = kSessionRowsActedOn;
-      auto listed = pg::OperatorViews(c, config_.outbox.schema).parked(filter);
+      auto listed = pg::OperatorViews(c, site.config.outbox.schema).parked(filter);
       if (!listed) return listed.error();
       for (const auto& text : listed.value().rows) {
         const auto row = nlohmann::json::parse(text);
@@ -149,17 +162,17 @@ void ConsoleApp::act(const httplib::Request& request, httplib::Response& respons
       }
       if (target.message_ids.empty()) return std::vector<std::string>{};
     }
-    pg::OperatorActions actions(c, config_.outbox.schema, "console:" + caller.name);
+    pg::OperatorActions actions(c, site.config.outbox.schema, "console:" + caller.name);
     return action == "requeue" ? actions.requeue(target) : actions.skip(target);
   });
-  if (!changed) return failed(request, response, caller, changed.error());
+  if (!changed) return failed(request, response, frame, changed.error());
   const auto& ids = changed.value();
-  spdlog::info("console: {} by {}: {} parked row{}: {}", action, caller.name, ids.size(), ids.size() == 1 ? "" : "s",
-               id_list(ids));
+  spdlog::info("console: {}{} by {}: {} parked row{}: {}", site.name.empty() ? "" : "outbox " + site.name + ": ", action,
+               caller.name, ids.size(), ids.size() == 1 ? "" : "s", id_list(ids));
   if (wants_json(request)) {
     send(request, response, {{"action", action}, {"changed", ids}}, [] { return std::string(); });
   } else {
-    response.set_redirect(kind == "parked" ? "/parked" : "/sessions/" + console::url_segment(id), 303);
+    response.set_redirect(site.base + (kind == "parked" ? "/parked" : "/sessions/" + console::url_segment(id)), 303);
   }
 }
 

@@ -4,10 +4,16 @@
 namespace outboxd::console {
 
 std::string framed(const Frame& frame, std::string_view title, const Html& content) {
+  const std::string base = escape(frame.base, 4096);
+  const std::string of_outbox = frame.outbox.empty() ? "" : " - " + escape(frame.outbox);
   std::string out =
-      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape(title) +
-      " - outboxd console</title><link rel=\"stylesheet\" href=\"/console.css\"></head><body><header><nav>"
-      "<a href=\"/\">Overview</a> <a href=\"/parked\">Parked</a> <a href=\"/audit\">Audit</a></nav>";
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape(title) + of_outbox +
+      " - outboxd console</title><link rel=\"stylesheet\" href=\"/console.css\"></head><body><header><nav>";
+  if (!frame.outbox.empty()) {
+    out += "<a href=\"/\">All outboxes</a> <span class=\"outbox\">outbox " + escape(frame.outbox) + "</span> ";
+  }
+  out += "<a href=\"" + base + "/\">Overview</a> <a href=\"" + base + "/parked\">Parked</a> <a href=\"" + base +
+         "/audit\">Audit</a></nav>";
   if (!frame.operator_name.empty()) {
     out += "<span class=\"who\">" + escape(frame.operator_name) + "</span>" +
            action_form("/logout", "Log out", frame.csrf).markup;
@@ -28,16 +34,16 @@ std::string writer_of(const nlohmann::json& row) {
   return writer.is_string() ? writer.get<std::string>() : "";
 }
 
-std::string row_path(std::string_view message_id, std::string_view writer) {
-  std::string path = "/rows/" + url_segment(message_id);
+std::string row_path(std::string_view base, std::string_view message_id, std::string_view writer) {
+  std::string path = std::string(base) + "/rows/" + url_segment(message_id);
   if (!writer.empty()) path += "?writer=" + url_segment(writer);
   return path;
 }
 
-Html row_link(const nlohmann::json& row) {
+Html row_link(std::string_view base, const nlohmann::json& row) {
   const auto& id = field(row, "message_id");
   if (!id.is_string()) return cell(id);
-  return link(row_path(id.get<std::string>(), writer_of(row)), "", id.get<std::string>());
+  return link(row_path(base, id.get<std::string>(), writer_of(row)), "", id.get<std::string>());
 }
 
 Html cell(const nlohmann::json& value, std::size_t max_bytes) {

@@ -12,7 +12,8 @@
 
 namespace outboxd::console {
 
-// The whole document: head with the stylesheet, navigation, who is logged in
+// The whole document: head with the stylesheet, navigation (with many
+// outboxes: to the list of outboxes, and the outbox's name), who is logged in
 // with a logout form, then `content`.
 std::string framed(const Frame& frame, std::string_view title, const Html& content);
 
@@ -26,11 +27,11 @@ Html count_line(std::size_t listed, std::int64_t matched, std::string_view noun)
 const nlohmann::json& field(const nlohmann::json& object, const char* key);
 // A row's writer (its "writer" field); empty for rows of no writer.
 std::string writer_of(const nlohmann::json& row);
-// The path of a row's page: /rows/<message id>, with ?writer= when it has
-// one, since a message id is its writer's own.
-std::string row_path(std::string_view message_id, std::string_view writer);
+// The path of a row's page: <base>/rows/<message id>, with ?writer= when it
+// has one, since a message id is its writer's own.
+std::string row_path(std::string_view base, std::string_view message_id, std::string_view writer);
 // A link to the row page of `row` (a row or an event with "message_id" and
 // maybe "writer") labelled with its message id; a cell when it has none.
-Html row_link(const nlohmann::json& row);
+Html row_link(std::string_view base, const nlohmann::json& row);
 
 }  // namespace outboxd::console

@@ -88,23 +88,23 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
     ++listed;
     const std::string id = field(r, "message_id").is_string() ? field(r, "message_id").get<std::string>() : "";
     const std::string session = field(r, "session_id").is_string() ? field(r, "session_id").get<std::string>() : "";
-    const std::string parked_path = "/parked/" + url_segment(id);
+    const std::string parked_path = frame.base + "/parked/" + url_segment(id);
     // The row's writer names it: another writer's row with the same message id is not touched.
     const std::string whose = writer_of(r);
-    Html actions{link(row_path(id, whose), "", "show").markup};
+    Html actions{link(row_path(frame.base, id, whose), "", "show").markup};
     if (field(r, "status") == "parked") {
       actions.markup += action_form(parked_path + "/requeue", "requeue", frame.csrf, "writer", whose).markup +
                         action_form(parked_path + "/skip", "skip", frame.csrf, "writer", whose).markup;
     }
-    Html session_cell = session.empty() ? Html{"-"} : link("/sessions/", session, session);
+    Html session_cell = session.empty() ? Html{"-"} : link(frame.base + "/sessions/", session, session);
     if (!session.empty() && field(r, "status") == "parked") {
-      const std::string session_path = "/sessions/" + url_segment(session);
+      const std::string session_path = frame.base + "/sessions/" + url_segment(session);
       // The row's writer's session: another writer's rows of the session id are not touched.
       session_cell.markup +=
           "<br>" + action_form(session_path + "/requeue", "requeue session", frame.csrf, "writer", whose).markup +
           action_form(session_path + "/skip", "skip session", frame.csrf, "writer", whose).markup;
     }
-    rows.push_back({row_link(r), cell(field(r, "status")), cell(field(r, "destination")), session_cell,
+    rows.push_back({row_link(frame.base, r), cell(field(r, "status")), cell(field(r, "destination")), session_cell,
                     cell(field(r, "attempts")), when(field(r, "first_failed_at")), when(field(r, "last_failed_at")),
                     cell(field(r, "waiting_behind")), cell(field(r, "last_error"), 400), actions});
   }
@@ -118,7 +118,8 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
 }
 
 std::string audit_page(const Frame& frame, const AuditFilter& filter, const nlohmann::json& listing) {
-  std::string form = "<form method=\"get\" action=\"/audit\">" + filter_input("message_id", "row", filter.message_id) +
+  std::string form = "<form method=\"get\" action=\"" + escape(frame.base, 4096) + "/audit\">" +
+                     filter_input("message_id", "row", filter.message_id) +
                      filter_input("session_id", "session", filter.session_id) +
                      filter_input("role", "database role", filter.role) + filter_input("since", "since", filter.since) +
                      filter_input("until", "until", filter.until) + "<button type=\"submit\">Filter</button></form>";
@@ -126,9 +127,9 @@ std::string audit_page(const Frame& frame, const AuditFilter& filter, const nloh
   std::size_t listed = 0;
   for (const auto& e : field(listing, "events")) {
     ++listed;
-    rows.push_back({when(field(e, "at")), cell(field(e, "action")), row_link(e),
+    rows.push_back({when(field(e, "at")), cell(field(e, "action")), row_link(frame.base, e),
                     field(e, "session_id").is_string()
-                        ? link("/sessions/", field(e, "session_id").get<std::string>(),
+                        ? link(frame.base + "/sessions/", field(e, "session_id").get<std::string>(),
                                field(e, "session_id").get<std::string>())
                         : cell(field(e, "session_id")),
                     cell(field(e, "db_role")), cell(field(e, "os_user")), cell(field(e, "detail"), 400)});

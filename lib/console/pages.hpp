@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,11 +23,19 @@ inline constexpr const char* kContentSecurityPolicy =
 // The stylesheet, served at /console.css.
 std::string_view stylesheet();
 
-// What every page shows around its content: who is logged in, and the CSRF
-// token its forms carry.
+// What every page shows around its content: who is logged in, the CSRF
+// token its forms carry, and, when the console serves many outboxes, which
+// one the page is of and the path its links start with.
 struct Frame {
+  // A constructor, not an aggregate: a frame of one outbox leaves the last two out.
+  Frame(std::string operator_name_ = {}, std::string csrf_ = {}, std::string outbox_ = {}, std::string base_ = {})
+      : operator_name(std::move(operator_name_)), csrf(std::move(csrf_)), outbox(std::move(outbox_)),
+        base(std::move(base_)) {}
+
   std::string operator_name;
   std::string csrf;
+  std::string outbox;  // empty: the console serves one outbox
+  std::string base;    // "" or "/o/<name>": every link and form of an outbox's page starts with it
 };
 
 std::string login_page(std::string_view problem);

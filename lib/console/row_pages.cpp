@@ -102,10 +102,10 @@ std::string row_page(const Frame& frame, std::string_view message_id, const nloh
     }
     const auto& session = field(row, "session_id");
     if (session.is_string()) {
-      fields.push_back({text("timeline"), link("/sessions/", session.get<std::string>(), "the session's timeline")});
+      fields.push_back({text("timeline"), link(frame.base + "/sessions/", session.get<std::string>(), "the session's timeline")});
     }
     if (field(row, "status") == "parked") {
-      const std::string path = "/parked/" + url_segment(message_id);
+      const std::string path = frame.base + "/parked/" + url_segment(message_id);
       const std::string whose = writer_of(row);
       fields.push_back({text("actions"), concat({action_form(path + "/requeue", "requeue", frame.csrf, "writer", whose),
                                                  action_form(path + "/skip", "skip", frame.csrf, "writer", whose)})});
@@ -119,7 +119,7 @@ std::string row_page(const Frame& frame, std::string_view message_id, const nloh
 std::string writers_page(const Frame& frame, std::string_view message_id, const std::vector<std::string>& writers) {
   std::vector<std::vector<Html>> rows;
   for (const auto& writer : writers) {
-    rows.push_back({link(row_path(message_id, writer), "", writer.empty() ? "(no writer)" : writer)});
+    rows.push_back({link(row_path(frame.base, message_id, writer), "", writer.empty() ? "(no writer)" : writer)});
   }
   const Html content = concat({element("p", "problem", text("Rows of more than one writer have this message id: "
                                                             "each writer's ids are its own. Choose the writer.")),
@@ -133,7 +133,7 @@ std::string session_page(const Frame& frame, std::string_view session_id, const 
   for (const auto& r : field(timeline, "rows")) {
     ++listed;
     const auto& done = field(r, "dispatched_at").is_null() ? field(r, "cancelled_at") : field(r, "dispatched_at");
-    rows.push_back({cell(field(r, "id")), row_link(r),
+    rows.push_back({cell(field(r, "id")), row_link(frame.base, r),
                     cell(field(r, "writer")), cell(field(r, "state")), cell(field(r, "destination")),
                     cell(field(r, "subject")),
                     when(field(r, "created_at")), when(field(r, "due_at")), when(done), cell(field(r, "attempts")),
@@ -153,7 +153,7 @@ std::string session_page(const Frame& frame, std::string_view session_id, const 
     const auto& writer = field(r, "writer");
     parked_writers.insert(writer.is_string() ? writer.get<std::string>() : "");
   }
-  const std::string path = "/sessions/" + url_segment(session_id);
+  const std::string path = frame.base + "/sessions/" + url_segment(session_id);
   for (const auto& writer : parked_writers) {
     const std::string rows_of = writer.empty() ? "the parked rows without writer" : writer + "'s parked rows";
     content += "<p>" + action_form(path + "/requeue", "requeue " + rows_of, frame.csrf, "writer", writer).markup +

@@ -20,13 +20,13 @@ MAX_MESSAGE_BYTES = 16384
 class Console:
     """An `outboxd console` process on a free port of `host` (reached on loopback), its log in `workdir`."""
 
-    def __init__(self, config_path, workdir, host="127.0.0.1"):
+    def __init__(self, config_path, workdir, host="127.0.0.1", extra=()):
         self.port = harness.free_port()
         self.log_path = os.path.join(workdir, "console.log")
         log = open(self.log_path, "a")
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0")
         self.process = subprocess.Popen([harness.OUTBOXD, "console", "-c", config_path, "--listen",
-                                         f"{host}:{self.port}"], stdout=log, stderr=log, env=env)
+                                         f"{host}:{self.port}", *extra], stdout=log, stderr=log, env=env)
         harness._started.append(self.process)
         log.close()
         harness.wait_until(self._answers, timeout=30, what="the console to answer")
@@ -53,13 +53,13 @@ class Console:
         connection.close()
         return result
 
-    def login(self, name="alice"):
-        """A browser login: (cookie header value, the CSRF token of its forms)."""
+    def login(self, name="alice", page="/parked"):
+        """A browser login: (cookie header value, the CSRF token of its forms, read from `page`)."""
         status, headers, _ = self.request("POST", "/login", form={"token": TOKEN, "name": name})
         assert status == 303, status
         cookie = headers["set-cookie"].split(";")[0]
-        _, _, page = self.request("GET", "/parked", headers={"Cookie": cookie})
-        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+        _, _, shown = self.request("GET", page, headers={"Cookie": cookie})
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', shown).group(1)
         return cookie, csrf
 
     def stop(self):
