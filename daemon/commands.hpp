@@ -62,6 +62,7 @@ int cmd_timeline(const ConfigChoice& choice, const std::string& session_id, int 
 int cmd_replay(const ConfigChoice& choice, const ReplayOptions& options);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);
+// With many outboxes and no --outbox, the console serves every one: their list at /, each under /o/<name>/.
 int cmd_console(const ConfigChoice& choice, const std::string& listen);
 int cmd_statements(const ConfigChoice& choice);
 
