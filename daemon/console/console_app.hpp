@@ -80,8 +80,10 @@ class ConsoleApp {
     return databases_.with(site.config.database, std::move(read));
   }
   bool many() const { return sites_.size() > 1 || !sites_.front()->name.empty(); }
-  // One sample of `site`; false when it could not be read (the reading says why).
-  bool sample(OutboxSite& site);
+  // One sample of `site`, or why it could not be read (its reading says so too).
+  std::optional<core::Error> sample(OutboxSite& site);
+  // `site` could not be read at `at`: its reading's state and reason, logged when the state begins.
+  void note_unread(OutboxSite& site, const core::Error& error, double at);
 
   void login(const httplib::Request& request, httplib::Response& response);
   void logout(const httplib::Request& request, httplib::Response& response, const Caller& caller);

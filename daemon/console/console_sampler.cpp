@@ -26,17 +26,39 @@ void read_into(console::OutboxReading& reading, const pg::StatusReport& report, 
 }  // namespace
 
 void ConsoleApp::sample() {
+  // A database that could not be connected to is not tried again this round
+  // for its other outboxes (they come one after the other): each try can
+  // cost its connect timeout.
+  const config::DatabaseConfig* down = nullptr;
+  std::optional<core::Error> why_down;
   for (const auto& site : sites_) {
     if (stopping_) return;
+    if (down && site->config.database == *down) {
+      note_unread(*site, *why_down, monotonic_seconds());
+      continue;
+    }
+    const auto failure = sample(*site);
+    if (!failure) continue;
     // With many outboxes, a failure is the outbox's state in the list, logged when it begins.
-    if (!sample(*site) && !many()) {
-      std::lock_guard lock(site->mutex);
-      spdlog::warn("console: backlog sample skipped: {}", site->reading.reason);
+    if (!many()) spdlog::warn("console: backlog sample skipped: {}", failure->message);
+    if (failure->message.rfind(kCannotConnect, 0) == 0) {
+      down = &site->config.database;
+      why_down = failure;
     }
   }
 }
 
-bool ConsoleApp::sample(OutboxSite& site) {
+void ConsoleApp::note_unread(OutboxSite& site, const core::Error& error, double at) {
+  const std::string state = error.message.rfind(kCannotConnect, 0) == 0 ? "unreachable" : "failed";
+  std::lock_guard lock(site.mutex);
+  auto& reading = site.reading;
+  if (many() && reading.state != state) spdlog::warn("console: outbox {}: {}: {}", site.name, state, error.message);
+  reading.state = state;
+  reading.reason = error.message;
+  reading.read_at = at;
+}
+
+std::optional<core::Error> ConsoleApp::sample(OutboxSite& site) {
   console::Sample sample;
   sample.at = monotonic_seconds();
   pg::StatusReport report;
@@ -50,29 +72,22 @@ bool ConsoleApp::sample(OutboxSite& site) {
     }
     return {};
   });
-  std::lock_guard lock(site.mutex);
-  auto& reading = site.reading;
   if (!status) {
-    const std::string state = status.error().message.rfind(kCannotConnect, 0) == 0 ? "unreachable" : "failed";
-    if (many() && reading.state != state) {
-      spdlog::warn("console: outbox {}: {}: {}", site.name, state, status.error().message);
-    }
-    reading.state = state;
-    reading.reason = status.error().message;
-    reading.read_at = sample.at;
-    return false;
+    note_unread(site, status.error(), sample.at);
+    return status.error();
   }
-  if (many() && reading.state != "ok" && reading.state != "unread") {
+  std::lock_guard lock(site.mutex);
+  if (many() && site.reading.state != "ok" && site.reading.state != "unread") {
     spdlog::info("console: outbox {}: read again", site.name);
   }
-  read_into(reading, report, sample.at);
+  read_into(site.reading, report, sample.at);
   for (const auto& d : report.destinations) {
     sample.destinations[d.destination] = {d.due + d.retrying, d.scheduled, d.parked};
   }
   const auto& t = report.total;
   sample.total = {t.due + t.retrying, t.scheduled, t.parked};
   site.samples.add(std::move(sample));
-  return true;
+  return std::nullopt;
 }
 
 void ConsoleApp::outboxes(const httplib::Request& request, httplib::Response& response, const Caller& caller) {

@@ -1,7 +1,8 @@
 """`outboxd console` of a many-outbox file: the list of outboxes ranked by backlog, each outbox's pages under /o/<name>/.
 
 Two outboxes are schemas of one database, a third has a database of its own, and a fourth names a database
-that does not exist (its name hostile HTML): the console lists it as unreachable and serves the others.
+that does not exist (its name hostile HTML), and so does a fifth: the console lists them as unreachable and serves
+the others.
 """
 
 import json
@@ -60,7 +61,9 @@ class Outboxes:
                     f'  - name: remote\n    database: {{url: "{url_of(self.admin_url, self.remote)}"}}\n')
         run_cli("migrate", "-c", self.path)
         with open(self.path, "a") as f:
-            f.write(f'  - name: gone\n    database: {{url: "{url_of(self.admin_url, HOSTILE_DATABASE)}"}}\n')
+            for name in ("gone", "gone_too"):  # a database of two outboxes, tried once a round
+                f.write(f'  - name: {name}\n    database: {{url: "{url_of(self.admin_url, HOSTILE_DATABASE)}"}}\n'
+                        f"    outbox: {{schema: {name}, workflow_schema: {name}_workflow}}\n")
 
     def enqueue(self, dbname, schema, message_id, parked=False):
         admin(f"SELECT {schema}.enqueue(destination => 'orders', message_id => '{message_id}', body => 'x'::text)",
@@ -107,10 +110,11 @@ def test_the_list_ranks_outboxes_by_backlog_and_shows_an_unreachable_one(workdir
     outboxes.enqueue(outboxes.shared, "acme", "a0", parked=True)
     console = Console(outboxes.path, workdir)
 
-    document = listed(console, {"gone": None, "globex": 3, "remote": 1, "acme": 0})
-    assert [o["name"] for o in document["outboxes"]] == ["gone", "globex", "remote", "acme"], document
+    document = listed(console, {"gone": None, "gone_too": None, "globex": 3, "remote": 1, "acme": 0})
+    assert [o["name"] for o in document["outboxes"]] == ["gone", "gone_too", "globex", "remote", "acme"], document
     by_name = {o["name"]: o for o in document["outboxes"]}
-    assert by_name["gone"]["state"] == "unreachable" and "cannot connect to" in by_name["gone"]["reason"]
+    for name in ("gone", "gone_too"):
+        assert by_name[name]["state"] == "unreachable" and "cannot connect to" in by_name[name]["reason"]
     assert by_name["acme"]["parked"] == 1 and by_name["globex"]["schema"] == "globex"
     assert by_name["remote"]["database"].endswith(f"/{outboxes.remote}"), by_name["remote"]
     assert by_name["globex"]["oldest_ready_age_ms"] >= 0
