@@ -16,6 +16,7 @@ import pytest
 import harness
 from console_client import TOKEN, Console, write_token
 from harness import require_env, run_cli, unique
+from test_many_outboxes import Tenants  # the databases, catalog and file of those tests
 
 HOSTILE_DATABASE = '<img src=x onerror="alert(1)">'
 
@@ -224,3 +225,24 @@ def test_many_databases_cost_a_few_connections(workdir):
         harness.stop_leftovers()
         for name in names:
             admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_the_catalogs_outboxes_are_listed_beside_the_lists(workdir):
+    """The file of test_many_outboxes: one listed outbox and four of a catalog (its bad row left out)."""
+    tenants = Tenants(workdir)
+    try:
+        run_cli("migrate", "-c", tenants.config(None, "migrate.yaml"))
+        path = tenants.config(None, "console.yaml")
+        with open(path, "a") as f:
+            f.write(f'console:\n  token_file: "{write_token(workdir)}"\n')
+        tenants.query(tenants.shared, "SELECT initech.enqueue(destination => 'orders', message_id => 'i0', "
+                                      "body => 'x'::text)")
+        console = Console(path, workdir)
+        document = listed(console, {"initech": 1, "acme": 0, "globex": 0, "listed": 0, "remote": 0})
+        assert [o["name"] for o in document["outboxes"]] == ["initech", "acme", "globex", "listed", "remote"]
+        assert "bad name" in console.log() and "bad name" not in json.dumps(document)
+        assert console.request("GET", "/o/remote/parked", headers=bearer())[0] == 200
+        assert console.stop() == 0
+    finally:
+        harness.stop_leftovers()
+        tenants.drop()
