@@ -99,38 +99,31 @@ int wait_for_stop(const sigset_t& taken) {
   }
 }
 
-// What the console serves: the one outbox of the file or of --outbox,
-// connected now so that a wrong database is said at once; or, with many
-// outboxes and no --outbox, every one (the catalog's as read now), each
-// database connected when first needed.
+// What the console serves: the one outbox of the file or of --outbox; or,
+// with many outboxes and no --outbox, every one (the catalog's as read now).
 struct Served {
   std::optional<config::Config> config;
   std::vector<config::OutboxEntry> outboxes;  // empty: config's one outbox
-  std::optional<pg::Connection> connection;
   int exit_code = kExitOk;
 };
 
 Served served(const ConfigChoice& choice) {
-  Served out;
-  out.config = load_config_or_report(choice.path);
-  if (!out.config) return {std::nullopt, {}, std::nullopt, kExitConfig};
-  if (out.config->many_outboxes() && choice.outbox.empty()) {
-    if (!init_logging(*out.config)) return {std::nullopt, {}, std::nullopt, kExitConfig};
-    out.outboxes = all_outboxes(*out.config, "console").entries;
-    if (out.outboxes.empty()) {
-      std::cerr << "console: " << choice.path << " lists no outbox and its catalog gave none\n";
-      return {std::nullopt, {}, std::nullopt, kExitFailure};
-    }
-    spdlog::info("console: serving {} outboxes", out.outboxes.size());
-    return out;
+  auto config = load_config_or_report(choice.path);
+  if (!config) return {std::nullopt, {}, kExitConfig};
+  if (!config->many_outboxes() || !choice.outbox.empty()) {
+    auto one = choose_outbox(*config, choice, "console");
+    if (!one.config) return {std::nullopt, {}, one.exit_code};
+    if (!init_logging(*one.config)) return {std::nullopt, {}, kExitConfig};
+    return {std::move(one.config), {}, kExitOk};
   }
-  auto one = choose_outbox(*out.config, choice, "console");
-  if (!one.config) return {std::nullopt, {}, std::nullopt, one.exit_code};
-  out.config = std::move(one.config);
-  if (!init_logging(*out.config)) return {std::nullopt, {}, std::nullopt, kExitConfig};
-  out.connection = connect_for_command(*out.config, "console");
-  if (!out.connection) return {std::nullopt, {}, std::nullopt, kExitFailure};
-  return out;
+  if (!init_logging(*config)) return {std::nullopt, {}, kExitConfig};
+  auto outboxes = all_outboxes(*config, "console").entries;
+  if (outboxes.empty()) {
+    std::cerr << "console: " << choice.path << " lists no outbox and its catalog gave none\n";
+    return {std::nullopt, {}, kExitFailure};
+  }
+  spdlog::info("console: serving {} outboxes", outboxes.size());
+  return {std::move(config), std::move(outboxes), kExitOk};
 }
 
 }  // namespace
@@ -143,10 +136,17 @@ int cmd_console(const ConfigChoice& choice, const std::string& listen_option) {
   if (!listen_allowed(listen, config->console)) return kExitConfig;
   auto token = read_token(config->console);
   if (!token) return kExitConfig;
+  // One outbox's database is connected now, so that a wrong one is said at
+  // once; many outboxes' databases when first needed, one down showing in the list.
+  std::optional<pg::Connection> connection;
+  if (chosen.outboxes.empty()) {
+    connection = connect_for_command(*config, "console");
+    if (!connection) return kExitFailure;
+  }
 
   const sigset_t signals = block_signals();
   const auto interval = config->console.sample_interval;
-  ConsoleApp app(std::move(*config), chosen.outboxes, std::move(*token), std::move(chosen.connection));
+  ConsoleApp app(std::move(*config), chosen.outboxes, std::move(*token), std::move(connection));
   metrics::HttpService service(console_limits());
   app.add_routes(service.routes());
   if (const auto started = service.start("console.listen", listen); !started) {
