@@ -29,7 +29,8 @@ Config for_outbox(const Config& config, const OutboxEntry& entry) {
   Config one = config;
   one.database = entry.database;
   one.outbox = entry.outbox;
-  one.outboxes.clear();
+  // Freed, not cleared: each of a thousand outboxes would keep the list's buffer.
+  std::vector<OutboxEntry>().swap(one.outboxes);
   one.tenants = TenantsConfig{};
   return one;
 }
