@@ -1,4 +1,4 @@
-"""`outboxd console` of a many-outbox file: the list of outboxes ranked by backlog, each outbox's pages under /o/<name>/.
+"""`outboxd console` of a many-outbox file: the outboxes ranked by backlog, each outbox's pages under /o/<name>/.
 
 Two outboxes are schemas of one database, a third has a database of its own, and a fourth names a database
 that does not exist (its name hostile HTML), and so does a fifth: the console lists them as unreachable and serves
