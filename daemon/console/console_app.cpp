@@ -51,8 +51,10 @@ void refuse(const httplib::Request& request, httplib::Response& response, int st
 
 bool wants_json(const httplib::Request& request) {
   // /api/... of the one outbox or of the list; /o/<name>/api/... of one of many.
-  const bool api = request.path.rfind("/api/", 0) == 0 ||
-                   (request.path.rfind("/o/", 0) == 0 && request.path.find("/api/") == request.path.find('/', 3));
+  const std::string& path = request.path;
+  const std::size_t after_name = path.rfind("/o/", 0) == 0 ? path.find('/', 3) : std::string::npos;
+  const bool api = path.rfind("/api/", 0) == 0 ||
+                   (after_name != std::string::npos && path.compare(after_name, 5, "/api/") == 0);
   return api ||
          request.get_header_value("Accept").find("application/json") != std::string::npos;
 }
