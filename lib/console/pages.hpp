@@ -28,9 +28,9 @@ std::string_view stylesheet();
 // one the page is of and the path its links start with.
 struct Frame {
   // A constructor, not an aggregate: a frame of one outbox leaves the last two out.
-  Frame(std::string operator_name_ = {}, std::string csrf_ = {}, std::string outbox_ = {}, std::string base_ = {})
-      : operator_name(std::move(operator_name_)), csrf(std::move(csrf_)), outbox(std::move(outbox_)),
-        base(std::move(base_)) {}
+  Frame(std::string who = {}, std::string csrf_token = {}, std::string outbox_name = {}, std::string base_path = {})
+      : operator_name(std::move(who)), csrf(std::move(csrf_token)), outbox(std::move(outbox_name)),
+        base(std::move(base_path)) {}
 
   std::string operator_name;
   std::string csrf;
