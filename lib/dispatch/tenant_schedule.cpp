@@ -180,6 +180,25 @@ void TenantSchedule::promote_due(core::SteadyTime now) {
   }
 }
 
+// A check job also takes the dormant outboxes of its database that fall due
+// within check_gather: one connection for several looks, where the spread
+// of the check times would otherwise open one for each.
+void TenantSchedule::gather_checks(Plan& plan, const std::map<std::size_t, std::size_t>& check_job,
+                                   core::SteadyTime now) {
+  if (check_job.empty()) return;
+  for (Id id = 0; id < outboxes_.size(); ++id) {
+    Outbox& outbox = outboxes_[id];
+    if (!outbox.present || outbox.removed || outbox.state != State::dormant || outbox.since <= now ||
+        outbox.since > now + policy_.check_gather) {
+      continue;
+    }
+    const auto job = check_job.find(outbox.database);
+    if (job == check_job.end() || plan.checks[job->second].size() >= policy_.check_batch) continue;
+    outbox.state = State::checking;
+    plan.checks[job->second].push_back(id);
+  }
+}
+
 TenantSchedule::Plan TenantSchedule::plan(std::size_t free_workers) {
   const auto now = clock_.now();
   promote_due(now);
@@ -222,6 +241,7 @@ TenantSchedule::Plan TenantSchedule::plan(std::size_t free_workers) {
     outbox.state = State::checking;
     plan.checks[job->second].push_back(id);
   }
+  gather_checks(plan, check_job, now);
   contended_ = left > 0;
   // The longest served yield first, one per job left waiting.
   std::vector<std::pair<core::SteadyTime, Id>> served;

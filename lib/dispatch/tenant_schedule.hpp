@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct TenantPolicy {
   core::Duration slice{std::chrono::seconds(2)};            // served this long, an outbox yields to one waiting
   BackoffPolicy retry{std::chrono::milliseconds(100), std::chrono::seconds(10), 2.0, 0.2};  // a broken outbox
   std::size_t check_batch = 500;  // outboxes one check job covers (one database, one connection)
+  core::Duration check_gather{std::chrono::seconds(1)};  // a check job takes those of its database due this soon
 };
 
 class TenantSchedule {
@@ -117,6 +119,7 @@ class TenantSchedule {
   void finish_job(Id id);
   core::Duration check_interval(const Outbox& outbox);
   void promote_due(core::SteadyTime now);
+  void gather_checks(Plan& plan, const std::map<std::size_t, std::size_t>& check_job, core::SteadyTime now);
 
   TenantPolicy policy_;
   const core::Clock& clock_;

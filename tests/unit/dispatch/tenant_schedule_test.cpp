@@ -239,3 +239,25 @@ TEST_CASE("Checks come due at a random point of the interval's last fifth, never
   f.clock.advance(1ms);
   CHECK(f.schedule.plan(1).checks.size() == 1);
 }
+
+TEST_CASE("A check job also takes the dormant outboxes of its database due within check_gather",
+          "[dispatch][tenants]") {
+  Fixture f;
+  f.random.value = 0;  // checks at the whole interval: 5 s
+  f.dormant(2);
+  f.schedule.add(2, 1);  // another database
+  f.schedule.plan(2);
+  f.schedule.on_checked(2, kEmpty);
+  f.clock.advance(500ms);
+  f.schedule.check_now(0);  // due now; 1 falls due in 4.5 s, 2 in 5 s
+  auto plan = f.schedule.plan(2);
+  REQUIRE(plan.checks.size() == 1);
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0});
+  f.schedule.on_checked(0, kEmpty);
+  f.clock.advance(3600ms);  // 1 due in 0.9 s: taken with 0's next check, 2 (its own database) not
+  f.schedule.check_now(0);
+  plan = f.schedule.plan(2);
+  REQUIRE(plan.checks.size() == 1);
+  CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0, 1});
+  CHECK(f.schedule.state(2) == State::dormant);
+}
