@@ -92,8 +92,8 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
 }  // namespace
 
 Baseline baseline_of(std::string signature, std::optional<std::chrono::milliseconds> next_due) {
-  const auto rows = static_cast<std::int64_t>(group_count(signature, "r:") + group_count(signature, "s:"));
-  return {std::move(signature), rows > 0, next_due, rows};
+  const auto backlog = group_count(signature, "r:") + group_count(signature, "s:");
+  return {std::move(signature), backlog > 0, next_due, backlog};
 }
 
 void serve(const JobContext& context, ServeOrder order) {

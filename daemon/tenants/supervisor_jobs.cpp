@@ -31,7 +31,7 @@ void Supervisor::apply_serve(const JobReport& report) {
   switch (report.end) {
     case JobReport::End::released:
       outbox.watched = report.watched;
-      outbox.waiting = report.baseline.rows;
+      outbox.waiting = static_cast<std::int64_t>(report.baseline.backlog);
       note_recovery(report.id);
       schedule_.on_released(report.id, report.baseline);
       // A listener that came while it was served does not hear it yet.
@@ -61,7 +61,7 @@ void Supervisor::apply_check(const JobReport& report) {
       continue;
     }
     note_recovery(checked.id);
-    outboxes_[checked.id].waiting = checked.baseline->rows;
+    outboxes_[checked.id].waiting = static_cast<std::int64_t>(checked.baseline->backlog);
     schedule_.on_checked(checked.id, *checked.baseline);
   }
 }

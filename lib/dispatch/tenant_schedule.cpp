@@ -17,6 +17,7 @@ const char* to_string(State state) {
     case State::serving: return "serving";
     case State::checking: return "checking";
     case State::broken: return "broken";
+    case State::elsewhere: return "elsewhere";
   }
   return "unknown";
 }
@@ -37,6 +38,7 @@ void TenantSchedule::add(Id id, std::size_t database) {
   outbox.present = true;
   outbox.database = database;
   outbox.since = clock_.now();  // its first check is due now
+  outbox.tie = random_.uniform();
 }
 
 bool TenantSchedule::remove(Id id) {
@@ -92,6 +94,7 @@ void TenantSchedule::on_notified(Id id) {
       break;
     case State::wanted:
     case State::broken:
+    case State::elsewhere:  // its server hears it
       break;
   }
 }
@@ -110,6 +113,7 @@ void TenantSchedule::finish_job(Id id) {
 }
 
 void TenantSchedule::make_dormant(Outbox& outbox, const Baseline& baseline, core::SteadyTime now) {
+  if (leave_to_other(baseline, policy_.join_backlog)) return make_elsewhere(outbox, baseline, now);
   const bool changed = outbox.signature ? *outbox.signature != baseline.signature : baseline.rows_waiting;
   const bool notified = outbox.notified_releasing;
   outbox.signature = baseline.signature;
@@ -125,6 +129,22 @@ void TenantSchedule::make_dormant(Outbox& outbox, const Baseline& baseline, core
   outbox.state = changed ? State::wanted : State::dormant;
   outbox.since = changed || outbox.recheck ? now : now + check_interval(outbox);
   outbox.recheck = false;
+}
+
+// Looked at again when the other's lease would expire: before, if it lives,
+// it renews; after, a dead one's rows are ours. Never later than lease_ttl
+// (a clock step on the server), never in a tight loop (a lease about to be
+// renewed). What the other left undone is unknown, as after a failure: any
+// waiting row wakes it then.
+void TenantSchedule::make_elsewhere(Outbox& outbox, const Baseline& baseline, core::SteadyTime now) {
+  const core::Duration left = *baseline.other_lease;
+  outbox.state = State::elsewhere;
+  outbox.since = now + std::clamp(left, policy_.lease_ttl / 10, policy_.lease_ttl);
+  outbox.signature.reset();
+  outbox.notified_releasing = false;
+  outbox.recheck = false;
+  outbox.failures = 0;
+  outbox.wake.reset();
 }
 
 void TenantSchedule::on_checked(Id id, const Baseline& baseline) {
@@ -154,6 +174,13 @@ void TenantSchedule::on_yielded(Id id) {
   outbox.notified_releasing = false;
   outbox.state = State::wanted;
   outbox.since = clock_.now();  // the back of the queue
+}
+
+void TenantSchedule::on_served_elsewhere(Id id, const Baseline& baseline) {
+  if (!known(id)) return;
+  finish_job(id);
+  if (!known(id)) return;
+  make_elsewhere(at(id), baseline, clock_.now());
 }
 
 void TenantSchedule::on_failed(Id id) {
@@ -203,19 +230,21 @@ TenantSchedule::Plan TenantSchedule::plan(std::size_t free_workers) {
   const auto now = clock_.now();
   promote_due(now);
   // Everything waiting for a worker, oldest first; a check is due at its time.
-  std::vector<std::pair<core::SteadyTime, Id>> waiting;
+  std::vector<std::tuple<core::SteadyTime, double, Id>> waiting;
   for (Id id = 0; id < outboxes_.size(); ++id) {
     const Outbox& outbox = outboxes_[id];
     if (!outbox.present || outbox.removed) continue;
     const bool check = outbox.state == State::unchecked || outbox.state == State::dormant ||
-                       outbox.state == State::broken;
-    if ((outbox.state == State::wanted || check) && outbox.since <= now) waiting.emplace_back(outbox.since, id);
+                       outbox.state == State::broken || outbox.state == State::elsewhere;
+    if ((outbox.state == State::wanted || check) && outbox.since <= now) {
+      waiting.emplace_back(outbox.since, outbox.tie, id);
+    }
   }
   std::sort(waiting.begin(), waiting.end());
   Plan plan;
   std::size_t left = 0;  // jobs that found no worker
   std::map<std::size_t, std::size_t> check_job;  // database -> index in plan.checks
-  for (const auto& [due, id] : waiting) {
+  for (const auto& [due, tie, id] : waiting) {
     Outbox& outbox = outboxes_[id];
     if (outbox.state == State::wanted) {
       if (free_workers == 0) {
@@ -271,6 +300,7 @@ std::optional<core::SteadyTime> TenantSchedule::next_deadline() const {
       case State::unchecked:
       case State::wanted:
       case State::broken:
+      case State::elsewhere:
         earliest(outbox.since);
         break;
       case State::dormant:

@@ -22,11 +22,19 @@ TenantPolicy policy(std::size_t workers) {
   p.idle_check = 5s;
   p.listened_check = 30s;
   p.slice = 2s;
+  p.lease_ttl = 3s;
+  p.join_backlog = 1000;
   return p;
 }
 
-const TenantSchedule::Baseline kEmpty{"r:0:0 s:0:0 p:0:0", false, std::nullopt};
-const TenantSchedule::Baseline kBlocked{"r:1:7 s:0:0 p:1:6", true, std::nullopt};
+const TenantSchedule::Baseline kEmpty{"r:0:0 s:0:0 p:0:0", false, std::nullopt, 0, std::nullopt, false};
+const TenantSchedule::Baseline kBlocked{"r:1:7 s:0:0 p:1:6", true, std::nullopt, 1, std::nullopt, false};
+
+// Rows waiting, and another instance's lease on the outbox for `left` more.
+TenantSchedule::Baseline served_elsewhere(std::chrono::milliseconds left, std::uint64_t backlog = 3,
+                                          bool other_first = false) {
+  return {"r:" + std::to_string(backlog) + ":9 s:0:0 p:0:0", backlog > 0, std::nullopt, backlog, left, other_first};
+}
 
 struct Fixture {
   ManualClock clock;
@@ -260,4 +268,102 @@ TEST_CASE("A check job also takes the dormant outboxes of its database due withi
   REQUIRE(plan.checks.size() == 1);
   CHECK(plan.checks[0] == std::vector<TenantSchedule::Id>{0, 1});
   CHECK(f.schedule.state(2) == State::dormant);
+}
+
+TEST_CASE("A check that finds another instance serving leaves the outbox elsewhere, deaf to NOTIFY, until that "
+          "lease would expire",
+          "[dispatch][tenants][elsewhere]") {
+  Fixture f;
+  f.dormant(1);
+  f.schedule.on_notified(0);
+  REQUIRE(f.schedule.plan(1).serve.size() == 1);
+  f.schedule.on_released(0, kEmpty);
+  f.clock.advance(5s);
+  REQUIRE(f.schedule.plan(1).checks.size() == 1);
+  f.schedule.on_checked(0, served_elsewhere(2500ms));
+  CHECK(f.schedule.state(0) == State::elsewhere);
+  CHECK(f.schedule.count(State::elsewhere) == 1);
+  f.schedule.on_notified(0);  // its server hears it
+  CHECK(f.schedule.state(0) == State::elsewhere);
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 2500ms);
+  f.clock.advance(2499ms);
+  auto plan = f.schedule.plan(1);
+  CHECK(plan.serve.empty());
+  CHECK(plan.checks.empty());
+  f.clock.advance(1ms);
+  plan = f.schedule.plan(1);
+  REQUIRE(plan.checks.size() == 1);
+  // The other died with rows left: the same signature as a blocked outbox's
+  // baseline would keep it asleep, but what the other left is unknown.
+  f.schedule.on_checked(0, kBlocked);
+  CHECK(f.schedule.state(0) == State::wanted);
+}
+
+TEST_CASE("A serve job that looks first and finds another server ends elsewhere, looked at again within "
+          "lease_ttl and not before a tenth of it",
+          "[dispatch][tenants][elsewhere]") {
+  Fixture f;
+  f.dormant(1);
+  f.schedule.on_notified(0);
+  REQUIRE(f.schedule.plan(1).serve == std::vector<TenantSchedule::Id>{0});
+  f.schedule.on_served_elsewhere(0, served_elsewhere(10ms));  // a lease about to be renewed
+  CHECK(f.schedule.state(0) == State::elsewhere);
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 300ms);
+  f.clock.advance(300ms);
+  REQUIRE(f.schedule.plan(1).checks.size() == 1);
+  f.schedule.on_checked(0, served_elsewhere(60s));  // the server's clock stepped: never past lease_ttl
+  CHECK(f.schedule.next_deadline() == f.clock.now() + 3s);
+  f.clock.advance(3s);
+  REQUIRE(f.schedule.plan(1).checks.size() == 1);
+  f.schedule.on_checked(0, kEmpty);  // the other let go, nothing left
+  CHECK(f.schedule.state(0) == State::dormant);
+}
+
+TEST_CASE("An outbox served elsewhere with join_backlog rows ready is served here too, its partitions split",
+          "[dispatch][tenants][elsewhere]") {
+  CHECK(TenantSchedule::leave_to_other(served_elsewhere(1s, 999), 1000));
+  CHECK_FALSE(TenantSchedule::leave_to_other(served_elsewhere(1s, 1000), 1000));
+  CHECK_FALSE(TenantSchedule::leave_to_other(kBlocked, 1000));  // no one else serves it
+  // Two that began at once: the one that leased later lets go.
+  CHECK(TenantSchedule::let_go_joined(served_elsewhere(1s, 999, true), 1000));
+  CHECK_FALSE(TenantSchedule::let_go_joined(served_elsewhere(1s, 999, false), 1000));
+  CHECK_FALSE(TenantSchedule::let_go_joined(served_elsewhere(1s, 1000, true), 1000));
+  Fixture f;
+  f.dormant(1);
+  f.clock.advance(5s);
+  REQUIRE(f.schedule.plan(1).checks.size() == 1);
+  f.schedule.on_checked(0, served_elsewhere(2s, 5000));
+  CHECK(f.schedule.state(0) == State::wanted);
+}
+
+TEST_CASE("A served outbox that another instance serves as it lets go is left to it, and a removed one is "
+          "forgotten",
+          "[dispatch][tenants][elsewhere]") {
+  Fixture f;
+  f.dormant(2);
+  f.schedule.on_notified(0);
+  f.schedule.on_notified(1);
+  REQUIRE(f.schedule.plan(2).serve.size() == 2);
+  f.schedule.on_released(0, served_elsewhere(2s));  // both began at once: the other still holds its share
+  CHECK(f.schedule.state(0) == State::elsewhere);
+  f.schedule.on_released(1, served_elsewhere(2s, 0));
+  CHECK(f.schedule.state(1) == State::elsewhere);
+  CHECK_FALSE(f.schedule.remove(0));
+  CHECK_FALSE(f.schedule.known(0));
+  CHECK(f.schedule.count(State::elsewhere) == 1);
+}
+
+TEST_CASE("Outboxes wanted at the same moment are served in an order of the daemon's own", "[dispatch][tenants]") {
+  struct Sequence final : outboxd::core::RandomSource {
+    std::vector<double> values{0.9, 0.1, 0.5};
+    std::size_t next = 0;
+    double uniform() override { return values[next++ % values.size()]; }
+  };
+  ManualClock clock;
+  Sequence random;
+  TenantSchedule schedule{policy(3), clock, random};
+  for (TenantSchedule::Id id = 0; id < 3; ++id) schedule.add(id, 0);
+  REQUIRE(schedule.plan(1).checks.size() == 1);
+  for (TenantSchedule::Id id = 0; id < 3; ++id) schedule.on_checked(id, kBlocked);  // one check wakes all three
+  CHECK(schedule.plan(2).serve == std::vector<TenantSchedule::Id>{1, 2});
 }
