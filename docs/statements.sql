@@ -1083,5 +1083,15 @@ ORDER BY s.due_at LIMIT 1), (
   SELECT min(r.next_attempt_at)
 FROM "outbox".messages r
 WHERE r.status = 'pending'
-  AND r.next_attempt_at > now())) - now()) * 1000)::bigint;
+  AND r.next_attempt_at > now())) - now()) * 1000)::bigint, o.left_ms, o.first
+FROM (
+  SELECT ceil(extract(epoch FROM max(l.expires_at) - now()) * 1000)::bigint AS left_ms, coalesce(bool_or(m.since IS NULL
+        OR (l.acquired_at, l.owner) < (m.since, $1)), false) AS first
+  FROM "outbox".leases l, (
+      SELECT min(acquired_at) AS since
+      FROM "outbox".leases
+      WHERE owner = $1
+        AND expires_at > now()) m
+    WHERE l.owner <> $1
+      AND l.expires_at > now()) o;
 

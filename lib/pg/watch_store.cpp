@@ -48,13 +48,30 @@ std::string part(const std::string& t, const char* tag, const std::string& where
 // time_to_next_due's expression: the first due_at of messages_scheduled_idx,
 // min(next_attempt_at) through a partial index of the rows backing off,
 // which it reads whole: rows back off only while a daemon serves the outbox.
+//
+// other_lease reads leases (one row per partition): another instance that
+// holds an unexpired lease serves the outbox now, and until the last of them
+// expires a daemon sharing the outbox need not (TenantSchedule: elsewhere).
+// A lease, not an instances row: a registered instance that holds no lease
+// (more instances than partitions) moves no row, and a dead one's leases
+// stop counting exactly when another may take them. `first` settles two
+// daemons that began to serve at the same moment, each before the other's
+// leases were there: the one whose first live lease was taken later (or
+// that holds none, all taken by the other) lets go; equal times, the id
+// that sorts later. Both read the same rows, so exactly one of them goes.
 std::string check_sql(const std::string& s) {
   const std::string t = s + ".messages";
   const std::string ready = part(t, "r", "m.status = 'pending' AND m.due_at <= m.created_at", " ORDER BY m.id DESC");
   const std::string due = part(t, "s", "m.status = 'pending' AND m.due_at > m.created_at AND m.due_at <= now()",
                                " ORDER BY m.due_at DESC, m.id DESC");
   const std::string parked = part(t, "p", "m.status = 'parked'", "");
-  return "SELECT " + ready + " || ' ' || " + due + " || ' ' || " + parked + ", " + outbox_sql::next_due_ms(t, nullptr);
+  const std::string others =
+      "(SELECT ceil(extract(epoch FROM max(l.expires_at) - now()) * 1000)::bigint AS left_ms, "
+      "coalesce(bool_or(m.since IS NULL OR (l.acquired_at, l.owner) < (m.since, $1)), false) AS first FROM " + s +
+      ".leases l, (SELECT min(acquired_at) AS since FROM " + s + ".leases WHERE owner = $1 AND expires_at > now()) m "
+      "WHERE l.owner <> $1 AND l.expires_at > now()) o";
+  return "SELECT " + ready + " || ' ' || " + due + " || ' ' || " + parked + ", " +
+         outbox_sql::next_due_ms(t, nullptr) + ", o.left_ms, o.first FROM " + others;
 }
 
 }  // namespace
@@ -89,14 +106,15 @@ core::Status WatchStore::unwatch(std::string_view watcher_id) {
   return {};
 }
 
-core::Result<WatchCheck> WatchStore::check() {
-  auto rows = connection_.exec_prepared(prefix_ + "watch_check", {});
+core::Result<WatchCheck> WatchStore::check(std::string_view instance_id) {
+  auto rows = connection_.exec_prepared(prefix_ + "watch_check", {std::string(instance_id)});
   if (!rows) return in_context("looking for work in a dormant outbox", rows.error());
-  WatchCheck seen{std::string(rows.value().text(0, 0)), std::nullopt};
+  WatchCheck seen{std::string(rows.value().text(0, 0)), std::nullopt, std::nullopt, rows.value().boolean(0, 3)};
   // A clock step on the server can make it negative: then it is due now.
   if (const auto ms = rows.value().optional_int64(0, 1)) {
     seen.next_due = std::chrono::milliseconds(std::max<std::int64_t>(0, *ms));
   }
+  if (const auto ms = rows.value().optional_int64(0, 2)) seen.other_lease = std::chrono::milliseconds(*ms);
   return seen;
 }
 

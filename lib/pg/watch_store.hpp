@@ -20,6 +20,14 @@ struct WatchCheck {
   // Until the earliest scheduled row or backoff of any partition falls due
   // (database clock, rounded up); none when nothing waits.
   std::optional<std::chrono::milliseconds> next_due;
+  // Until the last live lease another instance holds on the outbox expires
+  // (database clock, rounded up): it serves the outbox now; none when no
+  // other instance holds one.
+  std::optional<std::chrono::milliseconds> other_lease;
+  // One of those instances took a lease before the asking one took its
+  // first (or the asking one holds none): of two that began to serve the
+  // outbox at the same moment, it keeps it.
+  bool other_first = false;
 };
 
 // Plain autocommit statements on one outbox schema, as LeaseStore's: they
@@ -37,8 +45,9 @@ class WatchStore {
   core::Status watch(std::string_view watcher_id);
   // Removes the row, through deregister_instance() (the dispatcher may not DELETE).
   core::Status unwatch(std::string_view watcher_id);
-  // One statement; each part bounded (watch_store.cpp).
-  core::Result<WatchCheck> check();
+  // One statement; each part bounded (watch_store.cpp). `instance_id`: the
+  // asking daemon's, whose own leases are not another's.
+  core::Result<WatchCheck> check(std::string_view instance_id);
   // "<schema>_wakeup", where inserts NOTIFY while the row is idle.
   const std::string& channel() const { return channel_; }
 

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "outbox_rows.hpp"
+#include "pg/lease_store.hpp"
 #include "pg/operator_actions.hpp"
 #include "pg/watch_store.hpp"
 
@@ -14,8 +15,8 @@ using std::chrono::milliseconds;
 
 namespace {
 
-WatchCheck must_check(WatchStore& store) {
-  auto seen = store.check();
+WatchCheck must_check(WatchStore& store, std::string_view instance_id = "w") {
+  auto seen = store.check(instance_id);
   if (!seen) FAIL("check: " << seen.error().message);
   return seen.value();
 }
@@ -150,6 +151,39 @@ TEST_CASE("check's next_due is the earliest scheduled row or backoff of any part
   CHECK(*due <= milliseconds(10000));
 }
 
+TEST_CASE("check's other_lease: until another instance's last live lease expires, never its own", "[pg][watch]") {
+  ScratchDatabase db;
+  Connection setup = db.migrated();
+  Connection daemon = db.dispatcher();
+  WatchStore store(daemon, "outbox");
+  CHECK_FALSE(must_check(store, "a").other_lease.has_value());  // no one holds a lease
+
+  Connection other = db.dispatcher("other");
+  LeaseStore leases(other, "outbox");
+  REQUIRE(leases.register_instance("b").ok());
+  REQUIRE(leases.balance("b", milliseconds(3000)).ok());
+  const auto held = must_check(store, "a").other_lease;
+  REQUIRE(held.has_value());
+  CHECK(*held > milliseconds(2000));
+  CHECK(*held <= milliseconds(3000));
+  CHECK(must_check(store, "a").other_first);  // "a" holds none: of two that began at once, it goes
+  CHECK_FALSE(must_check(store, "b").other_lease.has_value());  // its own
+
+  // "a" began a moment later and took half the partitions: it goes, "b" stays.
+  must(setup, "UPDATE outbox.leases SET owner = 'a', acquired_at = now() + interval '10 milliseconds' "
+              "WHERE partition % 2 = 0");
+  CHECK(must_check(store, "a").other_first);
+  const WatchCheck for_b = must_check(store, "b");
+  CHECK(for_b.other_lease.has_value());
+  CHECK_FALSE(for_b.other_first);
+
+  must(setup, "UPDATE outbox.leases SET expires_at = now() - interval '1 second'");  // b died a lease time ago
+  CHECK_FALSE(must_check(store, "a").other_lease.has_value());
+  REQUIRE(leases.balance("b", milliseconds(3000)).ok());
+  REQUIRE(leases.hand_back_all("b").ok());  // b let go: no one serves it
+  CHECK_FALSE(must_check(store, "a").other_lease.has_value());
+}
+
 TEST_CASE("check prepared on an empty outbox reads each part through its partial index once it has grown",
           "[pg][watch][plans]") {
   ScratchDatabase db;
@@ -164,9 +198,9 @@ TEST_CASE("check prepared on an empty outbox reads each part through its partial
        "now() + CASE i % 3 WHEN 0 THEN interval '-1 hour' WHEN 1 THEN interval '1 day' ELSE interval '-1 minute' END "
        "FROM generate_series(1, 6000) i");
   must(setup, "UPDATE outbox.messages SET status = 'parked' WHERE message_id IN ('r3', 'r6')");
-  const std::string text = plan_of(daemon, "EXECUTE \"outboxd.outbox.watch_check\"");
+  const std::string text = plan_of(daemon, "EXECUTE \"outboxd.outbox.watch_check\"('w')");
   INFO(text);
-  CHECK(text.find("Seq Scan") == std::string::npos);
+  CHECK(text.find("Seq Scan on messages") == std::string::npos);  // leases: one row per partition
   CHECK(text.find("Index Only Scan Backward using messages_ready_idx") != std::string::npos);
   CHECK(text.find("Index Only Scan Backward using messages_scheduled_idx") != std::string::npos);
   CHECK(text.find("using messages_parked_idx") != std::string::npos);
