@@ -149,7 +149,12 @@ core::Result<pg::Connection> open_database(const config::DatabaseConfig& databas
   return pg::Connection::open(with_password, application_name);
 }
 
-core::Result<pg::Connection> DatabaseConnection::open_connection() const {
+core::Result<pg::Connection> DatabaseConnection::open_connection() {
+  if (adopted_) {
+    core::Result<pg::Connection> adopted(std::move(*adopted_));
+    adopted_.reset();
+    return adopted;
+  }
   return open_database(config_.database, "outboxd " + instance_id_);
 }
 

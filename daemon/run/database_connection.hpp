@@ -57,6 +57,11 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   int socket() override;  // where NOTIFY arrives
   bool drain_notifications() override;  // true if a NOTIFY arrived
 
+  // A connection opened before the first connect, by a caller that looked at
+  // the outbox before registering (a tenant's serve job): the first connect
+  // uses it instead of opening one.
+  void adopt(pg::Connection connection) { adopted_.emplace(std::move(connection)); }
+
   // The connection itself while up, for statements beyond the ports' (the watcher's); else none.
   pg::Connection* connection() { return up() ? &*connection_ : nullptr; }
 
@@ -115,7 +120,7 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   core::Status deregister(std::string_view instance_id) override { return leases_->deregister(instance_id); }
 
  private:
-  core::Result<pg::Connection> open_connection() const;
+  core::Result<pg::Connection> open_connection();
 
   const config::Config& config_;
   std::string instance_id_;
@@ -136,6 +141,7 @@ class DatabaseConnection final : public Database, public RowStore, public LeaseS
   core::Status check_schema_version();
   pg::Connection& notified_on();
 
+  std::optional<pg::Connection> adopted_;  // adopt()'s, until the first connect
   std::optional<pg::Connection> connection_;
   std::optional<pg::Connection> listener_;  // LISTEN on database.listen_url
   std::optional<pg::OutboxStore> store_;

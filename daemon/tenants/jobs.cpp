@@ -11,7 +11,6 @@
 #include "daemon/tenants/tenant_ports.hpp"
 #include "log/log.hpp"
 #include "pg/outbox_catalog.hpp"
-#include "pg/watch_store.hpp"
 
 namespace outboxd::daemon::tenants {
 
@@ -42,6 +41,15 @@ std::uint64_t group_count(std::string_view signature, std::string_view group) {
   return count;
 }
 
+// While the loop is quiescent (its leases taken): whether another instance
+// began on the outbox at the same moment and keeps it. A failed look is no:
+// the loop meets the database's error itself.
+bool other_keeps_it(const JobContext& context, const ServeOrder& order, DatabaseConnection& db) {
+  if (!db.connection()) return false;
+  auto seen = pg::WatchStore(*db.connection(), order.config.outbox.schema).check(context.instance_id);
+  return seen && dispatch::TenantSchedule::let_go_joined(baseline_of(std::move(seen).value()), order.join_backlog);
+}
+
 // Serves until the loop ends; returns how it ended. Runs the loop's own
 // steps only: between two turns it reads the supervisor's orders.
 JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& order, RunLoop& loop,
@@ -50,6 +58,10 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
   if (loop.start()) return JobReport::End::failed;
   bool quiet = false;  // quiescent since quiet_since
   core::SteadyTime quiet_since{};
+  // Looks for another instance that began at the same moment, quiescent,
+  // once a lease renewal: its leases show at its first.
+  core::SteadyTime next_look = clock.now();
+  bool joined = false;
   bool releasing = false;
   // While others wait, a turn that leaves the loop quiescent returns before
   // its sleep: the worker is let go then, not at the next wake (up to kTick).
@@ -70,7 +82,11 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
       quiet = true;
       quiet_since = now;
     }
-    if (!context.contended && now - quiet_since < order.release_after) continue;
+    if (now >= next_look) {
+      next_look = now + order.config.leases.renew_interval;
+      joined = other_keeps_it(context, order, db);
+    }
+    if (!context.contended && !joined && now - quiet_since < order.release_after) continue;
     // Writers must NOTIFY someone at every moment: the watch row (idle) is
     // in place before the loop's own row goes.
     control.releasing = true;
@@ -89,11 +105,30 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
   return releasing ? JobReport::End::released : JobReport::End::failed;
 }
 
+// The serve job's look before it registers: its connection, handed to the
+// run loop, or a report that ends the job (left to another, or failed).
+std::optional<pg::Connection> look_first(const JobContext& context, const ServeOrder& order, JobReport& report) {
+  auto opened = open_database(order.config.database, "outboxd " + context.instance_id);
+  auto seen = opened ? pg::WatchStore(opened.value(), order.config.outbox.schema).check(context.instance_id)
+                     : core::Result<pg::WatchCheck>(opened.error());
+  if (!seen) {
+    report.end = JobReport::End::failed;
+    report.error = seen.error().message;
+    return std::nullopt;
+  }
+  report.baseline = baseline_of(std::move(seen).value());
+  if (dispatch::TenantSchedule::leave_to_other(report.baseline, order.join_backlog)) {
+    report.end = JobReport::End::elsewhere;
+    return std::nullopt;
+  }
+  return std::move(opened).value();
+}
+
 }  // namespace
 
-Baseline baseline_of(std::string signature, std::optional<std::chrono::milliseconds> next_due) {
-  const auto backlog = group_count(signature, "r:") + group_count(signature, "s:");
-  return {std::move(signature), backlog > 0, next_due, backlog};
+Baseline baseline_of(pg::WatchCheck seen) {
+  const std::uint64_t backlog = group_count(seen.signature, "r:") + group_count(seen.signature, "s:");
+  return {std::move(seen.signature), backlog > 0, seen.next_due, backlog, seen.other_lease, seen.other_first};
 }
 
 void serve(const JobContext& context, ServeOrder order) {
@@ -101,10 +136,11 @@ void serve(const JobContext& context, ServeOrder order) {
   JobReport report;
   report.kind = JobReport::Kind::serve;
   report.id = order.id;
-  {
+  if (auto looked = look_first(context, order, report)) {
     core::SteadyClock clock;
     core::FastRandom random(static_cast<std::uint64_t>(clock.now().time_since_epoch().count()) ^ order.route);
     DatabaseConnection db(order.config, context.instance_id, clock, random, /*verify_listen=*/false);
+    db.adopt(std::move(*looked));
     TenantBroker broker(context.publisher, context.router, order.route, order.name, order.control->wake);
     TenantEvents events(order.control->wake);
     RunLoop loop(order.config, context.instance_id, {db, broker, events, clock, random}, RunLoop::Role::tenant);
@@ -115,10 +151,11 @@ void serve(const JobContext& context, ServeOrder order) {
     // What it left behind, for the watcher to compare with: measured after
     // the loop's last claim found nothing and its row was gone.
     if (report.end == JobReport::End::released) {
-      auto measured = db.connection() ? pg::WatchStore(*db.connection(), order.config.outbox.schema).check()
-                                      : core::Result<pg::WatchCheck>(core::transient_error("database lost"));
+      auto measured = db.connection()
+                          ? pg::WatchStore(*db.connection(), order.config.outbox.schema).check(context.instance_id)
+                          : core::Result<pg::WatchCheck>(core::transient_error("database lost"));
       if (measured) {
-        report.baseline = baseline_of(std::move(measured.value().signature), measured.value().next_due);
+        report.baseline = baseline_of(std::move(measured).value());
       } else {
         spdlog::warn("measuring what is left: {}", measured.error().message);
         report.end = JobReport::End::failed;
@@ -144,9 +181,9 @@ void check(const JobContext& context, config::DatabaseConfig database, std::vect
     core::Status registered;
     if (item.action == WatchAction::watch) registered = store.watch(context.watcher_id);
     if (item.action == WatchAction::unwatch) registered = store.unwatch(context.watcher_id);
-    auto measured = registered ? store.check() : core::Result<pg::WatchCheck>(registered.error());
+    auto measured = registered ? store.check(context.instance_id) : core::Result<pg::WatchCheck>(registered.error());
     if (measured) {
-      checked.baseline = baseline_of(std::move(measured.value().signature), measured.value().next_due);
+      checked.baseline = baseline_of(std::move(measured).value());
     } else {
       checked.error = measured.error().message;
     }

@@ -19,6 +19,7 @@
 #include "daemon/tenants/outcome_router.hpp"
 #include "dispatch/tenant_schedule.hpp"
 #include "pg/connection.hpp"
+#include "pg/watch_store.hpp"
 
 namespace outboxd::daemon::tenants {
 
@@ -37,7 +38,7 @@ struct JobControl {
 // A job's report, posted to the supervisor when it ends.
 struct JobReport {
   enum class Kind { serve, check, listen, catalog };
-  enum class End { released, yielded, failed, stopped };
+  enum class End { released, yielded, failed, stopped, elsewhere };
   struct Checked {
     OutboxId id = 0;
     std::optional<Baseline> baseline;  // none: the check failed (error says why)
@@ -46,7 +47,7 @@ struct JobReport {
   Kind kind = Kind::serve;
   OutboxId id = 0;                       // serve
   End end = End::released;               // serve
-  Baseline baseline;                     // serve, released
+  Baseline baseline;                     // serve, released or elsewhere
   bool watched = false;                  // serve, released: its watch row was registered as it let go
   std::string error;                     // serve failed, listen failed
   DecisionWriter::Totals totals;         // serve: what it moved
@@ -87,11 +88,15 @@ struct ServeOrder {
   std::uint32_t route = 0;
   bool listened = false;  // its database has a listener: register the watch row as it lets go
   std::chrono::milliseconds release_after{};
+  std::uint64_t join_backlog = 0;  // TenantPolicy's: from this many ready rows, joins another instance
   std::shared_ptr<JobControl> control;
 };
-// Runs a run loop for the outbox until it is quiescent for release_after (at
-// once when contended), yields, fails or the daemon stops; then measures the
-// baseline the watcher compares with.
+// Looks first: an outbox another live instance serves, with fewer than
+// join_backlog rows ready, is left to it (End::elsewhere), before this
+// daemon registers an instance there. Otherwise runs a run loop for the
+// outbox, on that same connection, until it is quiescent for release_after
+// (at once when contended), yields, fails or the daemon stops; then measures
+// the baseline the watcher compares with.
 void serve(const JobContext& context, ServeOrder order);
 
 enum class WatchAction { none, watch, unwatch };
@@ -110,7 +115,7 @@ void listen(const JobContext& context, std::size_t database_index, config::Datab
 // Reads tenants.catalog's query: the outboxes to serve, the list's first.
 void read_catalog(const JobContext& context, config::Config config);
 
-// The baseline of one check: the signature and whether ready or due rows wait.
-Baseline baseline_of(std::string signature, std::optional<std::chrono::milliseconds> next_due);
+// The baseline of one check: the signature, the ready or due rows, whether another instance serves it.
+Baseline baseline_of(pg::WatchCheck seen);
 
 }  // namespace outboxd::daemon::tenants

@@ -27,6 +27,7 @@ dispatch::TenantPolicy tenant_policy(const config::Config& config, std::size_t w
   policy.idle_check = config.tenants.idle_check_interval;
   policy.listened_check = config.dispatch.poll_interval;
   policy.retry = {config.database.reconnect_min, config.database.reconnect_max, 2.0, 0.2};
+  policy.lease_ttl = config.leases.lease_ttl;
   return policy;
 }
 

@@ -42,6 +42,10 @@ void Supervisor::apply_serve(const JobReport& report) {
       note_recovery(report.id);
       schedule_.on_yielded(report.id);
       break;
+    case JobReport::End::elsewhere:
+      note_recovery(report.id);
+      schedule_.on_served_elsewhere(report.id, report.baseline);
+      break;
     case JobReport::End::failed:
       note_failure(report.id, report.error.empty() ? "its run loop ended on a database error" : report.error, false);
       schedule_.on_failed(report.id);
@@ -192,6 +196,7 @@ void Supervisor::start_serve(OutboxId id) {
                    next_route_++,
                    databases_[outbox.database].listener.has_value(),
                    config_.tenants.release_after,
+                   schedule_.policy().join_backlog,
                    outbox.control};
   if (next_route_ == 0) next_route_ = 1;
   ++jobs_;

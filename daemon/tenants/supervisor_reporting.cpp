@@ -22,7 +22,7 @@ void Supervisor::report() {
   health_.leases_held = true;                          // each serve job holds its own
   std::vector<metrics::GaugeSet::Sample> states;
   for (const auto state : {State::unchecked, State::dormant, State::wanted, State::serving, State::checking,
-                           State::broken}) {
+                           State::broken, State::elsewhere}) {
     states.push_back({{{"state", dispatch::to_string(state)}}, static_cast<double>(schedule_.count(state))});
   }
   states_.replace(std::move(states));
@@ -90,8 +90,9 @@ void Supervisor::log_stats() {
   dispatched_at_last_stats_ = dispatched;
   const auto served = schedule_.count(State::serving);
   if (delta == 0 && served == 0) return;
-  spdlog::info("outboxes: {} known, {} served, {} broken; dispatched {} by the loops that let go in the last {} s",
-               by_name_.size(), served, schedule_.count(State::broken), delta,
+  spdlog::info("outboxes: {} known, {} served, {} left to other instances, {} broken; dispatched {} by the loops "
+               "that let go in the last {} s",
+               by_name_.size(), served, schedule_.count(State::elsewhere), schedule_.count(State::broken), delta,
                std::chrono::duration_cast<std::chrono::seconds>(interval).count());
 }
 
