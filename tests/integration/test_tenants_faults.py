@@ -214,10 +214,24 @@ KILLED_TENANTS = 20
 LEASE_TTL_MS = 3000
 
 
+def serving_connections(template, copies):
+    """{tenant database: {instance}}: which daemons hold a run loop's connection to it now (application_name
+    "outboxd <instance>"; the watch, listen and catalog connections have a suffix)."""
+    rows = template.query("SELECT datname, substr(application_name, 9) FROM pg_stat_activity "
+                          "WHERE datname = ANY(%s) AND application_name IN ('outboxd first', 'outboxd second')",
+                          (copies.names,))
+    served = {}
+    for datname, instance in rows:
+        served.setdefault(datname, set()).add(instance)
+    return served
+
+
 def test_two_daemons_one_killed(workdir, broker):
-    """Two daemons serve the same KILLED_TENANTS outboxes; one is killed -9 amid a stream of rows in sessions:
-    none is lost, each session's rows reach the consumer in id order (a re-sent row only repeats), and the
-    survivor serves every tenant's rows within lease_ttl_ms + 5 s of the kill."""
+    """Two daemons serve the same KILLED_TENANTS outboxes. While both live, a busy tenant is served by one of
+    them at a time (the other leaves it while the server's lease lives) and each serves a share of the tenants.
+    One is killed -9 amid a stream of rows in sessions: none is lost, each session's rows reach the consumer in
+    id order (a re-sent row only repeats), and the survivor serves every tenant's rows within lease_ttl_ms + 5 s
+    of the kill."""
     template = Database(workdir)
     copies = None
     try:
@@ -225,11 +239,13 @@ def test_two_daemons_one_killed(workdir, broker):
         orders = unique("orders")
         consumer = Consumer(broker, orders, credit=1000)
         # debug: a serve job logs the leases it claims at debug, and the check below reads that line.
-        sections = dict(log={"level": "debug"},
-                        leases={"lease_ttl_ms": LEASE_TTL_MS, "renew_interval_ms": 1000, "safety_margin_ms": 1000},
+        def sections(instance):
+            return dict(log={"level": "debug"},
+                        leases={"instance_id": instance, "lease_ttl_ms": LEASE_TTL_MS, "renew_interval_ms": 1000,
+                                "safety_margin_ms": 1000},
                         tenants={"max_connections": 8, "release_after_ms": 500, "idle_check_interval_ms": 500})
-        first = Daemon(config(workdir, template, broker, copies, "first", **sections), "first").start()
-        second = Daemon(config(workdir, template, broker, copies, "second", **sections), "second").start()
+        first = Daemon(config(workdir, template, broker, copies, "first", **sections("first")), "first").start()
+        second = Daemon(config(workdir, template, broker, copies, "second", **sections("second")), "second").start()
         committed = {}
         stop = threading.Event()
         killed_at = []
@@ -247,7 +263,12 @@ def test_two_daemons_one_killed(workdir, broker):
         writer = threading.Thread(target=stream, daemon=True)
         try:
             writer.start()
-            consumer.receive(10 ** 6, timeout=5)
+            consumer.receive(10 ** 6, timeout=1)  # both under way
+            samples = []
+            sampled_until = time.monotonic() + 4
+            while time.monotonic() < sampled_until:
+                samples.append(serving_connections(template, copies))
+                consumer.receive(10 ** 6, timeout=0.1)
             first.kill()
             killed_at.append(time.time())
             consumer.receive(10 ** 6, timeout=LEASE_TTL_MS / 1000 + 7)
@@ -279,12 +300,27 @@ def test_two_daemons_one_killed(workdir, broker):
         worst = max(worst_by_tenant.values())
         # The killed daemon held partitions of these outboxes: its log names each outbox whose leases it claimed.
         held = {name for name in copies.names if f"outbox {name}: leases: claiming" in first.log()}
-        print(f"\n{len(committed)} rows in {KILLED_TENANTS} tenants, {len(arrived)} received, {duplicates} again, "
+        # Both alive: a tenant served at a sample is served by one daemon but for the moments two start at once.
+        served_by = {"first": set(), "second": set()}
+        served, both = 0, 0
+        for sample in samples:
+            for name, instances in sample.items():
+                served += 1
+                both += len(instances) == 2
+                for instance in instances:
+                    served_by[instance].add(name)
+        share = {instance: len(names) for instance, names in served_by.items()}
+        print(f"\nboth alive: {len(samples)} samples, {served} tenant-samples served, {both} by both daemons; "
+              f"tenants each served at some sample {share}")
+        print(f"{len(committed)} rows in {KILLED_TENANTS} tenants, {len(arrived)} received, {duplicates} again, "
               f"{len(lost)} lost, the killed one had leased in {len(held)} outboxes, {len(out_of_order)} sessions "
               f"out of order; worst wait of a row after the kill "
               f"{worst:.1f} s (lease_ttl {LEASE_TTL_MS} ms); p50 {statistics.median(after.values()) * 1000:.0f} ms")
         assert code == 0, second.log()[-5000:]
         assert held, "the killed daemon served nothing: the kill showed nothing"
+        assert served >= len(samples), "the tenants were hardly served while both daemons lived"
+        assert both <= served * 0.1, f"{both} of {served} tenant-samples served by both daemons at once"
+        assert min(share.values()) > 0, f"one daemon served no tenant while both lived: {share}"
         assert not lost, sorted(lost)[:20]
         assert not out_of_order, {k: sessions[k] for k in out_of_order[:3]}
         assert worst <= LEASE_TTL_MS / 1000 + 5, worst_by_tenant
