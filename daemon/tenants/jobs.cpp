@@ -41,9 +41,8 @@ std::uint64_t group_count(std::string_view signature, std::string_view group) {
   return count;
 }
 
-// While the loop is quiescent (its leases taken): whether another instance
-// began on the outbox at the same moment and keeps it. A failed look is no:
-// the loop meets the database's error itself.
+// Whether another instance began on the outbox at the same moment and keeps
+// it. A failed look is no: the loop meets the database's error itself.
 bool other_keeps_it(const JobContext& context, const ServeOrder& order, DatabaseConnection& db) {
   if (!db.connection()) return false;
   auto seen = pg::WatchStore(*db.connection(), order.config.outbox.schema).check(context.instance_id);
@@ -58,10 +57,11 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
   if (loop.start()) return JobReport::End::failed;
   bool quiet = false;  // quiescent since quiet_since
   core::SteadyTime quiet_since{};
-  // Looks for another instance that began at the same moment, quiescent,
-  // once a lease renewal: its leases show at its first.
+  // Looks for another instance that began at the same moment once a lease
+  // renewal, from the first turn on (its leases taken): a loop that holds
+  // none may never be quiescent, so it stops as if asked to yield.
   core::SteadyTime next_look = clock.now();
-  bool joined = false;
+  bool leaving = false;
   bool releasing = false;
   // While others wait, a turn that leaves the loop quiescent returns before
   // its sleep: the worker is let go then, not at the next wake (up to kTick).
@@ -72,21 +72,24 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
       loop.request_stop();
       continue;
     }
-    if (releasing) continue;
+    if (releasing || leaving) continue;
+    const auto now = clock.now();
+    if (now >= next_look) {
+      next_look = now + order.config.leases.renew_interval;
+      if ((leaving = other_keeps_it(context, order, db))) {
+        loop.request_stop();
+        continue;
+      }
+    }
     if (!loop.quiescent()) {
       quiet = false;
       continue;
     }
-    const auto now = clock.now();
     if (!quiet) {
       quiet = true;
       quiet_since = now;
     }
-    if (now >= next_look) {
-      next_look = now + order.config.leases.renew_interval;
-      joined = other_keeps_it(context, order, db);
-    }
-    if (!context.contended && !joined && now - quiet_since < order.release_after) continue;
+    if (!context.contended && now - quiet_since < order.release_after) continue;
     // Writers must NOTIFY someone at every moment: the watch row (idle) is
     // in place before the loop's own row goes.
     control.releasing = true;
@@ -101,7 +104,7 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
     loop.request_stop();
   }
   if (control.shutdown) return JobReport::End::stopped;
-  if (control.yield) return JobReport::End::yielded;
+  if (control.yield || leaving) return JobReport::End::yielded;
   return releasing ? JobReport::End::released : JobReport::End::failed;
 }
 
@@ -114,6 +117,7 @@ std::optional<pg::Connection> look_first(const JobContext& context, const ServeO
   if (!seen) {
     report.end = JobReport::End::failed;
     report.error = seen.error().message;
+    report.at_look = !opened;  // the checks that follow meet the same error: logged once
     return std::nullopt;
   }
   report.baseline = baseline_of(std::move(seen).value());

@@ -50,6 +50,7 @@ struct JobReport {
   Baseline baseline;                     // serve, released or elsewhere
   bool watched = false;                  // serve, released: its watch row was registered as it let go
   std::string error;                     // serve failed, listen failed
+  bool at_look = false;                  // serve could not connect for its look: as a check fails
   DecisionWriter::Totals totals;         // serve: what it moved
   std::vector<Checked> checked;          // check
   std::size_t database = 0;              // listen

@@ -47,7 +47,8 @@ void Supervisor::apply_serve(const JobReport& report) {
       schedule_.on_served_elsewhere(report.id, report.baseline);
       break;
     case JobReport::End::failed:
-      note_failure(report.id, report.error.empty() ? "its run loop ended on a database error" : report.error, false);
+      note_failure(report.id, report.error.empty() ? "its run loop ended on a database error" : report.error,
+                   report.at_look);
       schedule_.on_failed(report.id);
       break;
   }
