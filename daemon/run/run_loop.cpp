@@ -154,6 +154,8 @@ void RunLoop::stop_for(const core::Error& error) {
   }
 }
 
+void RunLoop::claim_again() { book_.expect_rows(); }
+
 bool RunLoop::quiescent() const {
   return !stopping_ && !exit_code_ && ports_.database.up() && book_.in_flight() == 0 && book_.buffered() == 0 &&
          book_.pending_writes().empty() && !book_.claim_may_find_rows() && claims_.settled();

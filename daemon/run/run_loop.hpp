@@ -60,6 +60,8 @@ class RunLoop {
   // As SIGTERM: no more claims, in-flight outcomes awaited up to
   // dispatch.shutdown_timeout_ms, leases handed back by finish().
   void request_stop();
+  // The next turn claims even if nothing woke it: what committed before now is seen.
+  void claim_again();
   // Nothing held, in flight or unwritten, and writers NOTIFY it with no
   // transaction left that may have missed the arming: what it serves is
   // idle, and a watcher can take over.

@@ -52,7 +52,7 @@ bool other_keeps_it(const JobContext& context, const ServeOrder& order, Database
 // Serves until the loop ends; returns how it ended. Runs the loop's own
 // steps only: between two turns it reads the supervisor's orders.
 JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& order, RunLoop& loop,
-                                DatabaseConnection& db, const core::Clock& clock) {
+                                DatabaseConnection& db, const core::Clock& clock, std::optional<Baseline>& left) {
   JobControl& control = *order.control;
   if (loop.start()) return JobReport::End::failed;
   bool quiet = false;  // quiescent since quiet_since
@@ -83,6 +83,7 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
     }
     if (!loop.quiescent()) {
       quiet = false;
+      left.reset();
       continue;
     }
     if (!quiet) {
@@ -90,6 +91,20 @@ JobReport::End run_until_let_go(const JobContext& context, const ServeOrder& ord
       quiet_since = now;
     }
     if (!context.contended && now - quiet_since < order.release_after) continue;
+    // What it leaves, for the watcher to compare with, measured while the
+    // loop still hears writers; the claim that follows sees every row the
+    // measure saw, so none of them is asleep in the baseline unseen. A row
+    // committed after the measure changes the signature.
+    if (!left) {
+      auto seen = pg::WatchStore(*db.connection(), order.config.outbox.schema).check(context.instance_id);
+      if (!seen) {
+        spdlog::warn("measuring what is left: {}", seen.error().message);
+        return JobReport::End::failed;
+      }
+      left = baseline_of(std::move(seen).value());
+      loop.claim_again();
+      continue;
+    }
     // Writers must NOTIFY someone at every moment: the watch row (idle) is
     // in place before the loop's own row goes.
     control.releasing = true;
@@ -148,23 +163,12 @@ void serve(const JobContext& context, ServeOrder order) {
     TenantBroker broker(context.publisher, context.router, order.route, order.name, order.control->wake);
     TenantEvents events(order.control->wake);
     RunLoop loop(order.config, context.instance_id, {db, broker, events, clock, random}, RunLoop::Role::tenant);
-    report.end = run_until_let_go(context, order, loop, db, clock);
+    std::optional<Baseline> left;
+    report.end = run_until_let_go(context, order, loop, db, clock, left);
     report.watched = order.listened && report.end == JobReport::End::released;
     if (loop.finish() != 0 && report.end != JobReport::End::stopped) report.end = JobReport::End::failed;
     report.totals = loop.totals();
-    // What it left behind, for the watcher to compare with: measured after
-    // the loop's last claim found nothing and its row was gone.
-    if (report.end == JobReport::End::released) {
-      auto measured = db.connection()
-                          ? pg::WatchStore(*db.connection(), order.config.outbox.schema).check(context.instance_id)
-                          : core::Result<pg::WatchCheck>(core::transient_error("database lost"));
-      if (measured) {
-        report.baseline = baseline_of(std::move(measured).value());
-      } else {
-        spdlog::warn("measuring what is left: {}", measured.error().message);
-        report.end = JobReport::End::failed;
-      }
-    }
+    if (report.end == JobReport::End::released) report.baseline = std::move(*left);
   }
   log::set_thread_outbox("");
   context.mailbox.post(std::move(report));

@@ -42,6 +42,12 @@ TEST_CASE("Tenant loop: a turn that leaves it quiescent returns before its sleep
   CHECK(f.events.sleeps == sleeps);
   CHECK(f.loop.iterate(false));
   CHECK(f.events.sleeps == sleeps + 1);
+  // claim_again: not quiescent until a claim has looked once more.
+  const auto claims = f.database.claims;
+  f.loop.claim_again();
+  CHECK_FALSE(f.loop.quiescent());
+  CHECK(f.turn_until([&] { return f.loop.quiescent(); }));
+  CHECK(f.database.claims > claims);
   CHECK(f.stop() == 0);
 }
 
