@@ -18,8 +18,6 @@ import sys
 import tempfile
 import time
 
-import psycopg2
-
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 tenants = parser.add_mutually_exclusive_group(required=True)
 tenants.add_argument("--schemas", type=int, help="outbox schemas in one database")
@@ -35,7 +33,7 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 os.environ["OUTBOXD_BIN"] = os.path.join(root, args.build, "daemon", "outboxd")
 sys.path.insert(0, os.path.join(root, "tests", "support"))
 from harness import Broker, Consumer, Daemon, Database, Target, unique, write_config  # noqa: E402
-from tenant_copies import ConnectionWatch, Copies, SchemaCopies, percentile, rss_kib  # noqa: E402
+from tenant_copies import ConnectionWatch, Copies, SchemaCopies, enqueue, first_rows, percentile, rss_kib  # noqa: E402
 
 
 class SchemaTenants:
@@ -50,14 +48,7 @@ class SchemaTenants:
                             tenants={**tenants_section, "catalog": {"query": query}})
 
     def write(self, name, destination, message_id):
-        conn = psycopg2.connect(self.copies.url("writer"))
-        try:
-            with conn, conn.cursor() as cur:
-                cur.execute(f'SELECT "{name}".enqueue(destination => %s, message_id => %s, body => %s)',
-                            (destination, message_id, b"x"))
-            return time.time()
-        finally:
-            conn.close()
+        return enqueue(self.copies.url("writer"), name, destination, [message_id])
 
     def drop(self):
         self.copies.drop()
@@ -77,14 +68,7 @@ class DatabaseTenants:
         return path
 
     def write(self, name, destination, message_id):
-        conn = psycopg2.connect(self.copies.url(name, "writer"))
-        try:
-            with conn, conn.cursor() as cur:
-                cur.execute("SELECT outbox.enqueue(destination => %s, message_id => %s, body => %s)",
-                            (destination, message_id, b"x"))
-            return time.time()
-        finally:
-            conn.close()
+        return enqueue(self.copies.url(name, "writer"), "outbox", destination, [message_id])
 
     def drop(self):
         self.copies.drop()
@@ -124,14 +108,10 @@ def main():
         idle_sessions = sessions(tenants.database)
         time.sleep(10)
         looks_per_second = (sessions(tenants.database) - idle_sessions) / 10
-        latencies = []
         step = max(1, count // args.probes)
-        for name in tenants.names[::step][:args.probes]:
-            committed = tenants.write(name, destination, f"{name}-probe")
-            if len(consumer.receive(1, timeout=args.idle_check_ms / 1000 + 30)) != 1:
-                raise SystemExit(f"probe of {name}: nothing received")
-            latencies.append(consumer.received[-1][0] - committed)
-            time.sleep(0.25)
+        latencies = first_rows(consumer, tenants.names[::step][:args.probes],
+                               lambda name, i: tenants.write(name, destination, i), args.idle_check_ms / 1000 + 30,
+                               0.25)
         rss = rss_kib(daemon.process.pid)
     finally:
         most = watch.stop()

@@ -165,3 +165,31 @@ def rss_kib(pid):
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def enqueue(url, schema, destination, message_ids):
+    """Rows through <schema>.enqueue() in one transaction, as an application writes them; returns the commit
+    time."""
+    conn = psycopg2.connect(url)
+    try:
+        with conn, conn.cursor() as cur:
+            for message_id in message_ids:
+                cur.execute(f'SELECT "{schema}".enqueue(destination => %s, message_id => %s, body => %s)',
+                            (destination, message_id, message_id.encode()))
+        return time.time()
+    finally:
+        conn.close()
+
+
+def first_rows(consumer, names, write, timeout, pause):
+    """One row at a time in each idle tenant of `names`: write(name, message_id) commits it and returns the
+    commit time. Each row must reach `consumer` within `timeout`, named by its outbox; returns each one's
+    seconds from commit to the consumer."""
+    latencies = []
+    for name in names:
+        committed = write(name, f"{name}-late")
+        got = [(m.id, m.properties["outboxd_outbox"]) for m in consumer.receive(1, timeout=timeout)]
+        assert got == [(f"{name}-late", name)], f"{name}'s row: {got}"
+        latencies.append(consumer.received[-1][0] - committed)
+        time.sleep(pause)
+    return latencies
