@@ -70,7 +70,7 @@ def test_two_hundred_databases_within_thirty_two_connections(workdir, broker):
             got = sorted((m.properties["outboxd_outbox"], m.id) for m in messages)
             assert got == sorted(expected), f"{len(got)} of {len(expected)} received"
             for name in copies.names:
-                wait_until(lambda name=name: _count(copies, name) == 0,
+                wait_until(lambda name=name: copies.count(name) == 0,
                            what=f"{name}'s rows marked")
             # Every outbox lets go of its connection (release_after_ms 500) and is checked once more.
             time.sleep(3)
@@ -98,16 +98,6 @@ def test_two_hundred_databases_within_thirty_two_connections(workdir, broker):
         if copies is not None:
             copies.drop()
         template.drop()
-
-
-def _count(copies, name):
-    conn = psycopg2.connect(copies.url(name, "superuser"))
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT count(*) FROM outbox.messages")
-            return cur.fetchone()[0]
-    finally:
-        conn.close()
 
 
 def _sessions(template, names):
