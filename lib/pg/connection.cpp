@@ -1,9 +1,12 @@
 // libpq connection: statements, prepared statements re-prepared after reconnect, LISTEN/NOTIFY, poolers.
 #include "pg/connection.hpp"
 
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <unistd.h>
 
+#include <array>
 #include <utility>
 
 #include "config/url.hpp"
@@ -84,6 +87,31 @@ std::string set_config_sql(std::size_t count, bool local) {
 }
 
 }  // namespace
+
+// A backend counts against the server's max_connections, and shows in
+// pg_stat_activity, until it has exited, which it does a moment after
+// PQfinish() told it to. A daemon that closes one connection and opens the
+// next at once (a worker between two jobs) would hold one more than its
+// budget on the server for that moment. The backend's socket closes as it
+// exits: a copy of the descriptor, kept past PQfinish(), reads that end.
+// A server that stopped answering is not waited for.
+void finish_session(PGconn* conn, bool answering) {
+  int watch = -1;
+  if (answering && PQstatus(conn) == CONNECTION_OK && PQsocket(conn) >= 0) {
+    watch = fcntl(PQsocket(conn), F_DUPFD_CLOEXEC, 0);
+  }
+  PQfinish(conn);
+  if (watch < 0) return;
+  const auto until = std::chrono::steady_clock::now() + kBackendExitWait;
+  std::array<char, 512> discard{};  // what the server still sends: a TLS close_notify
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd readable{watch, POLLIN, 0};
+    if (left.count() <= 0 || poll(&readable, 1, static_cast<int>(left.count())) <= 0) break;
+    if (read(watch, discard.data(), discard.size()) <= 0) break;  // the end, or an error: gone either way
+  }
+  close(watch);
+}
 
 Connection::Connection(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Connection::~Connection() = default;

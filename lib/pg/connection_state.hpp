@@ -19,6 +19,11 @@ struct Connection::Statement {
   bool deallocate = false;  // prepared under this name with other text
 };
 
+// Ends the session and waits, at most kBackendExitWait, for its server
+// backend to exit (see connection.cpp).
+void finish_session(PGconn* conn, bool answering);
+inline constexpr std::chrono::milliseconds kBackendExitWait{200};
+
 struct Connection::State {
   PGconn* conn = nullptr;
   config::Pooler pooler = config::Pooler::none;
@@ -35,7 +40,7 @@ struct Connection::State {
   State(const State&) = delete;
   State& operator=(const State&) = delete;
   ~State() {
-    if (conn != nullptr) PQfinish(conn);
+    if (conn != nullptr) finish_session(conn, !stalled);
   }
 };
 

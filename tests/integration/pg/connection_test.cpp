@@ -31,6 +31,24 @@ TEST_CASE("open sets application_name and statement_timeout for the connection",
   CHECK(must(connection.value(), "SHOW client_encoding").text(0, 0) == "UTF8");
 }
 
+TEST_CASE("a closed connection's backend has left the server when the close returns", "[pg][connection]") {
+  // A daemon within a connection budget closes one and opens the next at
+  // once; the server must not count both. Repeated: without the wait, the
+  // backend is usually still listed a moment after PQfinish().
+  ScratchDatabase db;
+  auto observer = Connection::open(db.config(), "observer");
+  REQUIRE(observer.ok());
+  for (int i = 0; i < 20; ++i) {
+    std::string pid;
+    {
+      auto closed = Connection::open(db.config(), "closed");
+      REQUIRE(closed.ok());
+      pid = must(closed.value(), "SELECT pg_backend_pid()").text(0, 0);
+    }
+    CHECK(must(observer.value(), "SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid).text(0, 0) == "0");
+  }
+}
+
 TEST_CASE("open classifies what cannot succeed by retrying as fatal", "[pg][connection]") {
   ScratchDatabase db;
   config::DatabaseConfig config = db.config();
