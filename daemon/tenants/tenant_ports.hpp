@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,7 @@ class TenantBroker final : public Broker {
  public:
   TenantBroker(amqp::Publisher& publisher, OutcomeRouter& router, std::uint32_t route, std::string name,
                EventFd& wake)
-      : publisher_(publisher), router_(router), route_(route), name_(std::move(name)), queue_(wake) {}
+      : publisher_(publisher), router_(router), route_(route), name_(std::make_shared<const std::string>(std::move(name))), queue_(wake) {}
   ~TenantBroker() override { router_.detach(route_); }
   TenantBroker(const TenantBroker&) = delete;
   TenantBroker& operator=(const TenantBroker&) = delete;
@@ -38,7 +39,7 @@ class TenantBroker final : public Broker {
   amqp::Publisher& publisher_;
   OutcomeRouter& router_;
   std::uint32_t route_;
-  std::string name_;
+  std::shared_ptr<const std::string> name_;  // each row sent shares it
   OutcomeQueue queue_;
 };
 

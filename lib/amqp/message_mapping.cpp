@@ -52,7 +52,7 @@ core::Status fill(const core::OutboxMessage& row, config::BrokerProfile profile,
   put_column(msg, kOriginatingMessageIdProperty, row.originating_message_id);
   put_column(msg, kTraceparentProperty, row.traceparent);
   put_column(msg, kWriterProperty, row.writer);
-  if (!row.outbox_name.empty()) msg.properties().put(kOutboxProperty, row.outbox_name);
+  if (row.outbox_name) msg.properties().put(kOutboxProperty, *row.outbox_name);
   if (profile == config::BrokerProfile::artemis) {
     msg.properties().put(kArtemisDuplicateIdProperty, duplicate_id(row));
   }
@@ -78,7 +78,7 @@ std::vector<char> data_section_head(std::size_t body_size) {
 
 std::string duplicate_id(const core::OutboxMessage& row) {
   std::string id;
-  if (!row.outbox_name.empty()) id = row.outbox_name + '\x1f';
+  if (row.outbox_name) id = *row.outbox_name + '\x1f';
   id += row.message_id;
   if (row.writer) id += '\x1f' + *row.writer;
   return id;

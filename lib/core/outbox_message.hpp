@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,9 +23,11 @@ struct OutboxMessage {
   RowId id = 0;
   // The outbox the row came from: its index among the daemon's outboxes, for
   // routing the outcome back, and its name, stamped on the message. 0 and
-  // empty in a daemon of one outbox.
+  // null in a daemon of one outbox. The name is shared, not a string of the
+  // row's own: a row is moved about half a dozen times between its claim and
+  // its outcome, and a string member costs each move a copy.
   std::uint32_t outbox = 0;
-  std::string outbox_name;
+  std::shared_ptr<const std::string> outbox_name;
   std::string message_id;
   std::string destination;
   std::optional<std::string> session_id;

@@ -57,11 +57,13 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
     const int attempts = held.message.attempts;
     const std::size_t bytes = payload_bytes(held.message);
     const std::uint64_t turn = take_turn(held.message.destination);
-    rows_.emplace(id, Row{.held = std::move(held),
-                          .bytes = bytes,
-                          .session = session,
-                          .attempts = attempts,
-                          .turn = turn});
+    // Filled in place: a Row built aside would move the message twice.
+    Row& row = rows_.try_emplace(id).first->second;
+    row.held = std::move(held);
+    row.bytes = bytes;
+    row.session = session;
+    row.attempts = attempts;
+    row.turn = turn;
     held_bytes_ += bytes;
     ++added;
     if (session != nullptr) {

@@ -1,23 +1,26 @@
 // Encoders and decoders for values that travel to and from libpq as text.
 #include "pg/text_codec.hpp"
 
-#include <array>
 #include <charconv>
 
 namespace outboxd::pg {
 namespace {
 
+// Written in place into a buffer sized for the longest values, then cut to
+// length: the ids of every claim and mark go through here, several per row.
 template <class Int>
 std::string join_integers(std::span<const Int> values) {
-  std::string out = "{";
-  out.reserve(2 + values.size() * 8);
-  std::array<char, 24> digits{};
+  constexpr std::size_t kMaxDigits = 20;  // an int64's, with its sign
+  std::string out(2 + values.size() * (kMaxDigits + 1), '\0');
+  char* at = out.data();
+  char* const end = out.data() + out.size();
+  *at++ = '{';
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), values[i]).ptr;
-    out.append(digits.data(), end);
+    if (i > 0) *at++ = ',';
+    at = std::to_chars(at, end, values[i]).ptr;
   }
-  out.push_back('}');
+  *at++ = '}';
+  out.resize(static_cast<std::size_t>(at - out.data()));
   return out;
 }
 

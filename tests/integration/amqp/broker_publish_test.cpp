@@ -196,7 +196,7 @@ void throughput(const Broker& broker) {
 outboxd::core::OutboxMessage of_outbox(outboxd::core::OutboxMessage message, std::uint32_t outbox,
                                        const std::string& name) {
   message.outbox = outbox;
-  message.outbox_name = name;
+  message.outbox_name = std::make_shared<const std::string>(name);
   return message;
 }
 

@@ -90,7 +90,7 @@ TEST_CASE("rows of two outboxes with the same ids get their own outcomes, each n
     for (const auto& [outbox, name] : {std::pair{1u, "acme"}, std::pair{2u, "globex"}}) {
       auto message = row(id);  // the same message id too
       message.outbox = outbox;
-      message.outbox_name = name;
+      message.outbox_name = std::make_shared<const std::string>(name);
       batch.push_back(message);
     }
   }

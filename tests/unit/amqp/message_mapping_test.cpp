@@ -280,7 +280,7 @@ TEST_CASE("a daemon of many outboxes names each message's outbox, and Artemis de
   OutboxMessage row = full_row();
   row.writer = "orders_app";
   row.outbox = 3;
-  row.outbox_name = "acme";
+  row.outbox_name = std::make_shared<const std::string>("acme");
   const auto props = round_trip(mapped(row, BrokerProfile::artemis)).properties();
   CHECK(proton::get<std::string>(props.get("outboxd_outbox")) == "acme");
   CHECK(proton::get<std::string>(props.get("outboxd_writer")) == "orders_app");
@@ -289,11 +289,11 @@ TEST_CASE("a daemon of many outboxes names each message's outbox, and Artemis de
   // Another tenant's row with the same message id and writer is no duplicate of this one.
   OutboxMessage other = row;
   other.outbox = 4;
-  other.outbox_name = "globex";
+  other.outbox_name = std::make_shared<const std::string>("globex");
   CHECK(outboxd::amqp::duplicate_id(other) != outboxd::amqp::duplicate_id(row));
   // The name ends at the first U+001F, which no outbox name holds.
   OutboxMessage shifted = row;
-  shifted.outbox_name = "acme\x1forder";
+  shifted.outbox_name = std::make_shared<const std::string>("acme\x1forder");
   shifted.message_id = "-17-created";
   CHECK(outboxd::amqp::duplicate_id(shifted) != outboxd::amqp::duplicate_id(row));
   row.writer.reset();
@@ -332,7 +332,7 @@ TEST_CASE("an encoder used for many rows writes the bytes a fresh one writes", "
   OutboxMessage long_body = full_row();
   long_body.body = std::string(70000, 'b');
   OutboxMessage named = full_row();
-  named.outbox_name = "acme";
+  named.outbox_name = std::make_shared<const std::string>("acme");
 
   const std::vector<OutboxMessage> rows{full_row(), bare, bad_ttl, full_row(), bad_headers, bare,
                                         long_body,  bare, named,     bare,       no_headers};
