@@ -3,6 +3,7 @@
 #
 # usage: scripts/services.sh start && source "$OUTBOXD_SCRATCH/services.env"
 #        scripts/mutants.sh [NAME...]      # NAME: a patch's file name or its number prefix (004)
+#        scripts/mutants.sh --check        # only that every mutant still applies (ctest mutants.apply)
 #
 # Services must be running: PostgreSQL and RabbitMQ for the named tests; the
 # whole suite, run for a mutant that survives them, wants Artemis too (without
@@ -19,8 +20,17 @@
 # Not part of CI: a mutant costs seconds to minutes, the whole suite minutes.
 set -euo pipefail
 
-root=$(git rev-parse --show-toplevel)
-cd "$root"
+cd "$(dirname "$(readlink -f "$0")")/.."
+
+# A mutant whose lines the code no longer has cannot be applied, and would
+# test nothing: the check fails until it is written again for the code.
+if [[ ${1:-} == --check ]]; then
+  stale=0
+  for patch in tests/mutants/*.patch; do
+    git apply --check "$patch" 2>/dev/null || { echo "mutants.sh: $patch no longer applies" >&2; stale=1; }
+  done
+  exit "$stale"
+fi
 build=${OUTBOXD_BUILD_DIR:-build}
 python=/usr/bin/python3
 
