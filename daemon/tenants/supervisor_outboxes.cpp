@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "config/loader.hpp"
@@ -78,18 +79,25 @@ std::size_t Supervisor::database_for(const config::Config& single) {
 }
 
 // The listeners go to the databases with the most outboxes (a schema per
-// tenant: one listener hears them all); the others are checked.
+// tenant: one listener hears them all); the others are checked. Among
+// databases of as many outboxes, each daemon picks its own: a NOTIFY wakes
+// every daemon listening, and daemons that all listened to the same ones
+// would all start serving each first row there at once.
 void Supervisor::assign_listeners() {
-  std::vector<std::size_t> ranked;
+  std::vector<std::pair<std::size_t, std::size_t>> ranked;  // {this daemon's draw, database}
   for (std::size_t i = 0; i < databases_.size(); ++i) {
-    if (!databases_[i].outboxes.empty() && databases_[i].may_listen) ranked.push_back(i);
+    if (!databases_[i].outboxes.empty() && databases_[i].may_listen) {
+      ranked.emplace_back(std::hash<std::string>{}(instance_id_ + '\n' + databases_[i].key), i);
+    }
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [this](std::size_t a, std::size_t b) {
-    return databases_[a].outboxes.size() > databases_[b].outboxes.size();
+  std::sort(ranked.begin(), ranked.end(), [this](const auto& a, const auto& b) {
+    const std::size_t size_a = databases_[a.second].outboxes.size();
+    const std::size_t size_b = databases_[b.second].outboxes.size();
+    return size_a != size_b ? size_a > size_b : a < b;
   });
   for (auto& database : databases_) database.listening_wanted = false;
   for (std::size_t i = 0; i < ranked.size() && i < budget_.listeners; ++i) {
-    databases_[ranked[i]].listening_wanted = true;
+    databases_[ranked[i].second].listening_wanted = true;
   }
   for (auto& database : databases_) {
     const bool channels_complete = database.channels.size() == database.outboxes.size();

@@ -215,6 +215,9 @@ def test_a_tenant_database_that_goes_away_and_comes_back(workdir, broker):
 # interval a fleet of that size needs (the databases' rows are checked, not heard).
 FLEETS = {20: {"max_connections": 8, "idle_check_interval_ms": 500},
           200: {"max_connections": 32, "idle_check_interval_ms": 3000}}
+# Seconds both daemons live, sampled, before the kill: a few of the 200's idle check intervals, so that each
+# daemon has found rows in tenants the other does not serve.
+BOTH_ALIVE_S = {20: 4, 200: 10}
 LEASE_TTL_MS = 3000
 
 
@@ -228,6 +231,13 @@ def serving_connections(template, copies):
     for datname, instance in rows:
         served.setdefault(datname, set()).add(instance)
     return served
+
+
+def listened_databases(template, copies, instance):
+    """The tenant databases where the daemon `instance` keeps a listener."""
+    rows = template.query("SELECT datname FROM pg_stat_activity WHERE datname = ANY(%s) AND application_name = %s",
+                          (copies.names, f"outboxd {instance} listen"))
+    return {datname for (datname,) in rows}
 
 
 @pytest.mark.parametrize("tenants", sorted(FLEETS))
@@ -271,10 +281,13 @@ def test_two_daemons_one_killed(workdir, broker, tenants):
         try:
             writer.start()
             consumer.receive(10 ** 6, timeout=1)  # both under way
+            listened = {"first": set(), "second": set()}
             samples = []
-            sampled_until = time.monotonic() + 4
+            sampled_until = time.monotonic() + BOTH_ALIVE_S[tenants]
             while time.monotonic() < sampled_until:
                 samples.append(serving_connections(template, copies))
+                for instance, databases in listened.items():
+                    databases |= listened_databases(template, copies, instance)
                 consumer.receive(10 ** 6, timeout=0.1)
             first.kill()
             killed_at.append(time.time())
@@ -332,6 +345,13 @@ def test_two_daemons_one_killed(workdir, broker, tenants):
         if tenants == 20:
             assert both <= served * 0.25, f"{both} of {served} tenant-samples served by both daemons at once"
         assert min(share.values()) > 0, f"one daemon served no tenant while both lived: {share}"
+        # Each daemon listens on databases of its own choosing among equals: a NOTIFY heard by both would
+        # start both on the outbox at once. (Two daemons choosing 2 of 20 alike is a chance in 190.)
+        print(f"listened to while both lived: {len(listened['first'])} and {len(listened['second'])} databases, "
+              f"{len(listened['first'] & listened['second'])} in common")
+        assert listened["first"] and listened["second"], listened
+        if tenants == 200:
+            assert listened["first"] != listened["second"], listened
         assert not lost, sorted(lost)[:20]
         assert not out_of_order, {k: sessions[k] for k in out_of_order[:3]}
         assert worst <= LEASE_TTL_MS / 1000 + 5, worst_by_tenant
