@@ -23,7 +23,11 @@ class TenantBroker final : public Broker {
  public:
   TenantBroker(amqp::Publisher& publisher, OutcomeRouter& router, std::uint32_t route, std::string name,
                EventFd& wake)
-      : publisher_(publisher), router_(router), route_(route), name_(std::make_shared<const std::string>(std::move(name))), queue_(wake) {}
+      : publisher_(publisher),
+        router_(router),
+        route_(route),
+        name_(std::make_shared<const std::string>(std::move(name))),
+        queue_(wake) {}
   ~TenantBroker() override { router_.detach(route_); }
   TenantBroker(const TenantBroker&) = delete;
   TenantBroker& operator=(const TenantBroker&) = delete;

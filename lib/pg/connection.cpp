@@ -94,7 +94,9 @@ std::string set_config_sql(std::size_t count, bool local) {
 // next at once (a worker between two jobs) would hold one more than its
 // budget on the server for that moment. The backend's socket closes as it
 // exits: a copy of the descriptor, kept past PQfinish(), reads that end.
-// A server that stopped answering is not waited for.
+// A server that stopped answering is not waited for, and none longer than kBackendExitWait.
+constexpr std::chrono::milliseconds kBackendExitWait{200};
+
 void finish_session(PGconn* conn, bool answering) {
   int watch = -1;
   if (answering && PQstatus(conn) == CONNECTION_OK && PQsocket(conn) >= 0) {

@@ -19,10 +19,8 @@ struct Connection::Statement {
   bool deallocate = false;  // prepared under this name with other text
 };
 
-// Ends the session and waits, at most kBackendExitWait, for its server
-// backend to exit (see connection.cpp).
+// Ends the session and waits, briefly, for its server backend to exit (see connection.cpp).
 void finish_session(PGconn* conn, bool answering);
-inline constexpr std::chrono::milliseconds kBackendExitWait{200};
 
 struct Connection::State {
   PGconn* conn = nullptr;

@@ -10,7 +10,7 @@ import psycopg2
 import pytest
 
 from harness import Broker, Consumer, Daemon, Database, rabbitmqctl, unique, wait_until, write_config
-from tenant_copies import Copies
+from tenant_copies import Copies, percentile
 
 
 @pytest.fixture
@@ -29,11 +29,6 @@ def write_rows(url, destination, ids, session=None):
         return time.time()
     finally:
         conn.close()
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def latencies_of(consumer, committed):
@@ -221,23 +216,21 @@ BOTH_ALIVE_S = {20: 4, 200: 10}
 LEASE_TTL_MS = 3000
 
 
-def serving_connections(template, copies):
-    """{tenant database: {instance}}: which daemons hold a run loop's connection to it now (application_name
-    "outboxd <instance>"; the watch, listen and catalog connections have a suffix)."""
-    rows = template.query("SELECT datname, substr(application_name, 9) FROM pg_stat_activity "
-                          "WHERE datname = ANY(%s) AND application_name IN ('outboxd first', 'outboxd second')",
-                          (copies.names,))
-    served = {}
-    for datname, instance in rows:
-        served.setdefault(datname, set()).add(instance)
-    return served
-
-
-def listened_databases(template, copies, instance):
-    """The tenant databases where the daemon `instance` keeps a listener."""
-    rows = template.query("SELECT datname FROM pg_stat_activity WHERE datname = ANY(%s) AND application_name = %s",
-                          (copies.names, f"outboxd {instance} listen"))
-    return {datname for (datname,) in rows}
+def daemon_connections(template, copies):
+    """Who holds what now, by application_name, in one look at pg_stat_activity: {tenant database: {instance}}
+    for the daemons' run loops ("outboxd <instance>"; the watch and catalog connections have a suffix), and
+    {instance: {tenant database}} for their listeners ("outboxd <instance> listen")."""
+    rows = template.query("SELECT datname, application_name FROM pg_stat_activity WHERE datname = ANY(%s) "
+                          "AND application_name IN ('outboxd first', 'outboxd second', 'outboxd first listen', "
+                          "'outboxd second listen')", (copies.names,))
+    served, listening = {}, {"first": set(), "second": set()}
+    for datname, application_name in rows:
+        instance, _, role = application_name.removeprefix("outboxd ").partition(" ")
+        if role == "listen":
+            listening[instance].add(datname)
+        else:
+            served.setdefault(datname, set()).add(instance)
+    return served, listening
 
 
 @pytest.mark.parametrize("tenants", sorted(FLEETS))
@@ -285,9 +278,10 @@ def test_two_daemons_one_killed(workdir, broker, tenants):
             samples = []
             sampled_until = time.monotonic() + BOTH_ALIVE_S[tenants]
             while time.monotonic() < sampled_until:
-                samples.append(serving_connections(template, copies))
-                for instance, databases in listened.items():
-                    databases |= listened_databases(template, copies, instance)
+                served_now, listening = daemon_connections(template, copies)
+                samples.append(served_now)
+                for instance, databases in listening.items():
+                    listened[instance] |= databases
                 consumer.receive(10 ** 6, timeout=0.1)
             first.kill()
             killed_at.append(time.time())
