@@ -12,7 +12,8 @@ namespace outboxd::daemon {
 
 using dispatch::Timer;
 
-dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d,
+                                       const std::vector<config::DestinationEntry>& destinations) {
   dispatch::PlannerPolicy policy;
   policy.window = static_cast<std::size_t>(d.in_flight);
   policy.per_session_in_flight = static_cast<std::size_t>(d.per_session_in_flight);
@@ -22,6 +23,10 @@ dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& d) {
   policy.backoff = {d.backoff_initial, d.backoff_max, d.backoff_multiplier, d.backoff_jitter};
   policy.release_retry = d.release_retry;
   policy.releases_per_attempt = d.releases_per_attempt;
+  for (const auto& entry : destinations) {
+    policy.destinations[entry.name] = {entry.priority, entry.max_rate, entry.burst,
+                                       static_cast<std::size_t>(entry.max_in_flight)};
+  }
   return policy;
 }
 
@@ -44,7 +49,7 @@ RunLoop::RunLoop(config::Config config, std::string instance_id, Ports ports, Ro
       role_(role),
       metrics_(registry_),
       ports_(ports),
-      book_(planner_policy(config_.dispatch), ports_.clock, ports_.random),
+      book_(planner_policy(config_.dispatch, config_.destinations), ports_.clock, ports_.random),
       leases_(config_.leases, instance_id_, ports_.clock),
       decisions_(DecisionWriter::settings_of(config_), instance_id_, book_, ports_.database, metrics_, timers_,
                  ports_.clock),

@@ -23,8 +23,9 @@
 
 namespace outboxd::daemon {
 
-// The planner's policy from the dispatch section, at start and after a reload.
-dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section);
+// The planner's policy from the dispatch and destinations sections, at start and after a reload.
+dispatch::PlannerPolicy planner_policy(const config::DispatchConfig& section,
+                                       const std::vector<config::DestinationEntry>& destinations);
 
 class RunLoop {
  public:

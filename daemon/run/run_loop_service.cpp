@@ -67,7 +67,7 @@ void RunLoop::apply_reload(config::ReloadPlan plan) {
   if (log_changed) init_logging(config_);
   if (plan.applied.empty() && plan.needs_restart.empty()) spdlog::info("reload: no changes");
   if (!plan.applied.empty()) {
-    book_.set_policy(planner_policy(config_.dispatch));
+    book_.set_policy(planner_policy(config_.dispatch, config_.destinations));
     decisions_.set_settings(DecisionWriter::settings_of(config_));
     claims_.set_settings(ClaimStep::settings_of(config_));
     backlog_.set_settings(BacklogStep::settings_of(config_));

@@ -122,6 +122,11 @@ void Supervisor::reload() {
   config_ = std::move(plan.config);
   if (log_changed) init_logging(config_);
   schedule_.set_policy(tenant_policy(config_, budget_.workers));
+  // The sections every outbox shares (dispatch:, destinations:, ...) reach
+  // each outbox's next run; a run in progress keeps what it started with.
+  for (auto& outbox : outboxes_) {
+    if (outbox.present) outbox.config = config::for_outbox(config_, outbox.entry);
+  }
   if (config_.tenants.catalog.query.empty()) {
     catalog_due_.reset();
     adopt(config_.outboxes);

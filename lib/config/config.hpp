@@ -154,6 +154,17 @@ struct DispatchConfig {
   bool operator==(const DispatchConfig&) const = default;
 };
 
+// A destination's delivery policy (destinations:), by its name as rows write it.
+struct DestinationEntry {
+  std::string name;
+  int priority = 0;             // a higher class goes first
+  double max_rate = 0;          // rows per second; 0: none
+  double burst = 0;             // rows let out at once; 0: a tenth of a second of max_rate
+  int max_in_flight = 0;        // 0: only dispatch.in_flight
+
+  bool operator==(const DestinationEntry&) const = default;
+};
+
 struct RetentionConfig {
   RetentionMode mode = RetentionMode::delete_rows;
   milliseconds keep_for{std::chrono::hours(24 * 7)};  // mode keep: purge after this
@@ -235,6 +246,7 @@ struct Config {
   BrokerConfig broker;
   OutboxConfig outbox;
   DispatchConfig dispatch;
+  std::vector<DestinationEntry> destinations;  // policies of named destinations; others: priority 0, no limits
   RetentionConfig retention;
   LeaseConfig leases;
   LogConfig log;

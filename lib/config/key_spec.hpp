@@ -89,6 +89,7 @@ std::string describe(const std::string& value);
 std::string describe(const std::vector<std::string>& value);
 std::string describe(const StandbyWait& value);
 std::string describe(const std::vector<OutboxEntry>& value);
+std::string describe(const std::vector<DestinationEntry>& value);
 std::string describe(const DatabaseConfig& value);
 template <class E>
   requires std::is_enum_v<E>

@@ -167,6 +167,11 @@ void add_runtime_keys(std::vector<KeySpec>& t) {
       "dispatch.claim_bytes", applied, Int{64 << 10, 1 << 30}, "payload bytes one claim reads"));
   t.push_back(key<&Config::dispatch, &DispatchConfig::in_flight_bytes>(
       "dispatch.in_flight_bytes", applied, Int{64 << 10, 1 << 30}, "payload bytes held and in flight"));
+  t.push_back(key<&Config::destinations>(
+      "destinations", applied,
+      Custom<std::vector<DestinationEntry>>{read_destinations,
+                                            "list of name, priority, max_rate, burst, max_in_flight"},
+      "delivery policy of named destinations; others: priority 0, no limits"));
 
   t.push_back(key<&Config::retention, &RetentionConfig::mode>(
       "retention.mode", applied, Choice<RetentionMode>{kRetentionModes},

@@ -97,6 +97,7 @@ std::string describe(const StandbyWait& value) {
 
 // No outbox listed: the one of database: and outbox:.
 std::string describe(const std::vector<OutboxEntry>& value) { return value.empty() ? "[]" : "(a list)"; }
+std::string describe(const std::vector<DestinationEntry>& value) { return value.empty() ? "[]" : "(a list)"; }
 
 // A section of database:'s keys over database:, which is its default: none to write.
 std::string describe(const DatabaseConfig&) { return ""; }

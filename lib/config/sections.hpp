@@ -43,6 +43,9 @@ void read_console_listen(MapReader& console, std::string_view key, std::string& 
 // The path, once the file reads as a token (check-config finds a missing or empty one).
 void read_console_token_file(MapReader& console, std::string_view key, std::string& out, Config& config);
 
+// sections_destinations.cpp
+void read_destinations(MapReader& root, std::string_view key, std::vector<DestinationEntry>& out, Config& config);
+
 // sections_outboxes.cpp: each outbox's and the catalog's database: and
 // outbox: read through the rows of the top-level sections, over their values.
 void read_outboxes(MapReader& root, std::string_view key, std::vector<OutboxEntry>& out, Config& config);

@@ -47,6 +47,9 @@ struct LaneRequest {
   std::size_t per_lane = 0;       // rows of any one destination
   std::string after;              // destinations from just after this name; "" for all
   std::vector<std::string> skip;  // the backlog's destinations, which the id-order claim reads
+  // Instead of the id-order claim, not beside it: `skip` lists destinations
+  // whose limits hold enough rows already, which no statement may read.
+  bool only = false;
 };
 
 // The claim's statements, sent in one pipeline: immediate rows in id order,

@@ -28,7 +28,7 @@ struct Claim {
   std::vector<std::string> backlog_destinations;
   // The claim by destination was full: the next goes on after this destination.
   std::optional<std::string> lanes_after;
-  bool more() const { return immediate_full || scheduled_full; }
+  bool more() const { return immediate_full || scheduled_full || lanes_after.has_value(); }
 };
 
 inline constexpr std::size_t kBacklogDestinations = 32;

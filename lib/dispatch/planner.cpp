@@ -24,6 +24,12 @@ PlannerPolicy normalized(PlannerPolicy policy) {
 
 }  // namespace
 
+void Planner::set_policy(PlannerPolicy policy) {
+  policy_ = normalized(std::move(policy));
+  backoff_ = Backoff(policy_.backoff);
+  apply_destination_policies();
+}
+
 std::size_t payload_bytes(const core::OutboxMessage& message) {
   return message.body.size() + message.headers_json.size();
 }
@@ -31,12 +37,9 @@ std::size_t payload_bytes(const core::OutboxMessage& message) {
 Planner::Planner(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random)
     : policy_(normalized(std::move(policy))), clock_(clock), random_(random), backoff_(policy_.backoff) {
   rows_.reserve(policy_.max_buffered);
+  for (const auto& entry : policy_.destinations) destination_of(entry.first);
 }
 
-void Planner::set_policy(PlannerPolicy policy) {
-  policy_ = normalized(std::move(policy));
-  backoff_ = Backoff(policy_.backoff);
-}
 
 std::size_t Planner::add(std::vector<HeldRow> claimed) {
   const core::SteadyTime now = clock_.now();
@@ -56,14 +59,16 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
     }
     const int attempts = held.message.attempts;
     const std::size_t bytes = payload_bytes(held.message);
-    const std::uint64_t turn = take_turn(held.message.destination);
+    Destination& destination = destination_of(held.message.destination);
+    ++destination.rows;
     // Filled in place: a Row built aside would move the message twice.
     Row& row = rows_.try_emplace(id).first->second;
     row.held = std::move(held);
     row.bytes = bytes;
     row.session = session;
     row.attempts = attempts;
-    row.turn = turn;
+    row.turn = take_turn(destination);
+    row.destination = &destination;
     held_bytes_ += bytes;
     ++added;
     if (session != nullptr) {
@@ -84,24 +89,38 @@ std::size_t Planner::add(std::vector<HeldRow> claimed) {
 // out before that backlog's later rows, while rows of one destination keep
 // their order. Only rows of different sessions change places: a session's
 // rows go out in its queue's order whatever their turns.
-std::uint64_t Planner::take_turn(const std::string& destination) {
-  // Destinations whose turns have all gone out weigh nothing: forget them
-  // now and then, so that the map holds the destinations with rows waiting.
-  // The next look comes once the map has doubled again: with more than
-  // kTurnsKept destinations waiting, a look per row would scan them all.
-  if (last_turns_.size() > std::max(kTurnsKept, 2 * turns_left_)) {
-    std::erase_if(last_turns_, [this](const auto& entry) { return entry.second <= turn_now_; });
-    turns_left_ = last_turns_.size();
-  }
-  auto& last = last_turns_[destination];
-  last = std::max(last, turn_now_) + 1;
-  return last;
+std::uint64_t Planner::take_turn(Destination& destination) {
+  destination.last_turn = std::max(destination.last_turn, turn_now_) + 1;
+  return destination.last_turn;
 }
 
-void Planner::push_ready(core::RowId id, Session* session) { ready_.push({rows_.at(id).turn, id, session}); }
+// Destinations without rows and without a policy of their own weigh nothing:
+// they are forgotten now and then, so that the map holds the destinations
+// with rows. The next look comes once the map has doubled again: with more
+// than kTurnsKept destinations holding rows, a look per row would scan them all.
+Planner::Destination& Planner::destination_of(const std::string& name) {
+  if (destinations_.size() > std::max(kTurnsKept, 2 * destinations_left_)) {
+    std::erase_if(destinations_, [](const auto& entry) {
+      const Destination& d = entry.second;
+      return d.rows == 0 && d.held.empty() && !d.configured();
+    });
+    destinations_left_ = destinations_.size();
+  }
+  auto [it, inserted] = destinations_.try_emplace(name);
+  if (inserted) {
+    it->second.name = &it->first;
+    apply_policy(it->second, clock_.now());
+  }
+  return it->second;
+}
+
+void Planner::push_ready(core::RowId id, Session* session) {
+  const Row& row = rows_.at(id);
+  ready_.push({row.destination->policy.priority, row.turn, id, session});
+}
 
 std::size_t Planner::claim_room() const {
-  const std::size_t known = rows_.size() + pending_.dispatched.size();
+  const std::size_t known = rows_.size() + pending_.dispatched.size() - limited_waiting();
   return known >= policy_.max_buffered ? 0 : policy_.max_buffered - known;
 }
 
@@ -114,18 +133,22 @@ std::vector<core::RowId> Planner::take_ready() {
   promote_due(now);
   std::vector<core::RowId> out;
   bool room = true;
-  while (room && in_flight_ < policy_.window && !ready_.empty()) {
+  release_held(now);
+  while (room && in_flight_ < policy_.window) {
+    // Entries released whose rows could not go after all (gone, or their
+    // session moved on) leave room under the limit: release more.
+    if (ready_.empty() && !release_held(now)) break;
+    if (ready_.empty()) continue;
     const ReadyEntry entry = ready_.top();
     ready_.pop();
-    turn_now_ = std::max(turn_now_, entry.turn);
-    if (entry.session == nullptr) {
-      room = take_loose(entry.key, now, out);
-    } else {
-      room = take_from_session(*entry.session, entry.key, now, out);
-    }
+    room = take_entry(entry, now, out);
   }
   prune_timers();
   return out;
+}
+
+bool Planner::take_entry(const ReadyEntry& entry, core::SteadyTime now, std::vector<core::RowId>& out) {
+  return entry.session == nullptr ? take_loose(entry, now, out) : take_from_session(entry, now, out);
 }
 
 void Planner::on_persisted() {
@@ -145,8 +168,14 @@ void Planner::on_persisted() {
 }
 
 std::optional<core::SteadyTime> Planner::next_retry() const {
-  if (timers_.empty()) return std::nullopt;
-  return timers_.top().at;
+  std::optional<core::SteadyTime> next;
+  if (!timers_.empty()) next = timers_.top().at;
+  for (const Destination* destination : holding_) {
+    if (destination->held_by != Limit::rate) continue;
+    const core::SteadyTime token = destination->bucket->next_token();
+    if (!next || token < *next) next = token;
+  }
+  return next;
 }
 
 void Planner::drop_partition(int partition) {
@@ -205,7 +234,8 @@ void Planner::promote_due(core::SteadyTime now) {
 
 // Each take_ returns false when the row's bytes do not fit in flight now:
 // its entry goes back on the heap, and nothing else goes out before it.
-bool Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out) {
+bool Planner::take_loose(const ReadyEntry& entry, core::SteadyTime now, std::vector<core::RowId>& out) {
+  const core::RowId id = entry.key;
   const auto it = rows_.find(id);
   // A stale entry: the row went out already, was forgotten, or is waiting.
   if (it == rows_.end() || it->second.in_flight || it->second.session != nullptr || it->second.retry_at > now) {
@@ -213,29 +243,34 @@ bool Planner::take_loose(core::RowId id, core::SteadyTime now, std::vector<core:
   }
   if (park_if_unsendable(it)) return true;
   if (!fits(it->second)) {
-    push_ready(id, nullptr);
+    ready_.push(entry);
     return false;
   }
-  hand_out(id, it->second, out);
+  if (!admit(*it->second.destination, entry, now)) return true;
+  hand_out(id, it->second, now, out);
   return true;
 }
 
-bool Planner::take_from_session(Session& session, core::RowId key, core::SteadyTime now,
-                                std::vector<core::RowId>& out) {
+bool Planner::take_from_session(const ReadyEntry& entry, core::SteadyTime now, std::vector<core::RowId>& out) {
+  Session& session = *entry.session;
+  const core::RowId key = entry.key;
   if (!session.parked && !session.queue.empty() && session.queue.front() == key &&
       session.in_flight < policy_.per_session_in_flight) {
     const auto it = rows_.find(key);
     Row& row = it->second;
     if (row.retry_at <= now) {
-      if (!row.held.message.unsendable && !fits(row)) {
-        push_ready(key, &session);  // still in the heap
+      const bool sendable = !row.held.message.unsendable;
+      if (sendable && !fits(row)) {
+        ready_.push(entry);  // still in the heap
         return false;
       }
+      // Held back by its destination's limit: the session stays queued there.
+      if (sendable && !admit(*row.destination, entry, now)) return true;
       session.queue.pop_front();
       if (!park_if_unsendable(it)) {
         ++session.in_flight;
         row.generation = session.generation;
-        hand_out(key, row, out);
+        hand_out(key, row, now, out);
       }
     }
   }
@@ -262,9 +297,13 @@ bool Planner::park_if_unsendable(RowMap::iterator it) {
   return true;
 }
 
-void Planner::hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out) {
+void Planner::hand_out(core::RowId id, Row& row, core::SteadyTime now, std::vector<core::RowId>& out) {
   row.in_flight = true;
   row.timer_armed = false;
+  turn_now_ = std::max(turn_now_, row.turn);
+  Destination& destination = *row.destination;
+  ++destination.in_flight;
+  if (destination.bucket) destination.bucket->take(now);
   ++in_flight_;
   in_flight_bytes_ += row.bytes;
   ++counters_.published;
@@ -316,6 +355,7 @@ Planner::RowMap::iterator Planner::forget(RowMap::iterator it) {
     retired_.insert_or_assign(it->first, std::move(held));
   }
   held_bytes_ -= it->second.bytes;
+  --it->second.destination->rows;
   return rows_.erase(it);
 }
 

@@ -16,6 +16,7 @@
 #include "core/clock.hpp"
 #include "core/outbox_message.hpp"
 #include "dispatch/backoff.hpp"
+#include "dispatch/destination_policy.hpp"
 #include "dispatch/session_queue.hpp"
 
 namespace outboxd::dispatch {
@@ -44,6 +45,19 @@ struct PlannerPolicy {
   BackoffPolicy backoff{std::chrono::seconds(1), std::chrono::minutes(5), 2.0, 0.2};
   core::Duration release_retry = std::chrono::seconds(1);
   int releases_per_attempt = 5;          // every N-th consecutive release/unknown counts as an attempt; <= 0: never
+  DestinationPolicies destinations;      // priority and limits by destination name
+};
+
+// Which limit last held a destination's rows back.
+enum class Limit { none, rate, in_flight };
+
+// A destination as the planner sees it, for status and metrics.
+struct DestinationState {
+  std::string name;
+  DestinationPolicy policy;
+  std::size_t buffered = 0;   // rows waiting to go out
+  std::size_t in_flight = 0;
+  Limit held_by = Limit::none;  // rows are waiting for this limit now
 };
 
 // A failed attempt, to write back: attempts, last_error and next_attempt_at =
@@ -80,6 +94,16 @@ struct PendingWrites {
 //    it: a row once published is retried before any row never published.
 //  - Rows without a session are bounded by the window only.
 //  - take_ready() serves sessions oldest head id first, so no session starves.
+//
+// Destination rules (DestinationPolicy, set by the operator):
+//  - A higher priority class goes out first; within a class, destinations
+//    share the window fairly (take_turn()).
+//  - A destination's rows wait while it has max_in_flight rows in flight or
+//    its rate limit has no token; the rest of the window goes to others. A
+//    row held back keeps its place: it is the next of its destination to go.
+//  - A limited destination holding limited_buffer() rows or more waiting is
+//    held_back(): the claim reads no more of its rows until they go out.
+//    Those rows do not count against claim_room(), so others are claimed on.
 class Planner {
  public:
   struct Counters {
@@ -152,8 +176,17 @@ class Planner {
   std::size_t buffered() const { return rows_.size() - in_flight_; }  // waiting to be published
   Counters counters() const { return counters_; }
 
+  // Rows a limited destination holds waiting before the claim leaves it out:
+  // an eighth of max_buffered.
+  std::size_t limited_buffer() const;
+  // The limited destinations the claim must leave out now, by name.
+  std::vector<std::string> held_back() const;
+  // Every destination with a policy of its own or rows known, by name.
+  std::vector<DestinationState> destinations() const;
+
  private:
   struct Session;
+  struct Destination;
 
   struct Row {
     HeldRow held;
@@ -164,6 +197,7 @@ class Planner {
     int releases = 0;             // consecutive released/unknown outcomes
     std::uint32_t generation = 0; // session generation when handed out
     std::uint64_t turn = 0;       // its destination's turn: see take_turn()
+    Destination* destination = nullptr;
     bool in_flight = false;
     bool timer_armed = false;     // timers_ holds {retry_at, id}
     bool orphaned = false;        // in flight when its partition was dropped
@@ -180,14 +214,29 @@ class Planner {
 
   // A session whose head can go out, keyed by that head's id; or (session
   // null) a row without session. Entries may be stale and are checked on pop.
-  // They go out in turn order, then id order.
+  // They go out by priority class, then in turn order, then id order.
   struct ReadyEntry {
+    int priority;
     std::uint64_t turn;
     core::RowId key;
     Session* session;
     bool operator>(const ReadyEntry& other) const {
+      if (priority != other.priority) return priority < other.priority;
       return turn != other.turn ? turn > other.turn : key > other.key;
     }
+  };
+  using ReadyHeap = std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>>;
+
+  struct Destination {
+    const std::string* name = nullptr;  // the node's own key in destinations_
+    DestinationPolicy policy;
+    std::optional<TokenBucket> bucket;  // with a rate limit
+    std::uint64_t last_turn = 0;        // its latest row's turn
+    std::size_t rows = 0;               // known rows: buffered and in flight
+    std::size_t in_flight = 0;
+    ReadyHeap held;                     // entries its limits hold back, in the order they go out
+    Limit held_by = Limit::none;
+    bool configured() const { return policy != DestinationPolicy{}; }
   };
 
   struct TimerEntry {
@@ -198,14 +247,22 @@ class Planner {
 
   using RowMap = std::unordered_map<core::RowId, Row>;
 
-  std::uint64_t take_turn(const std::string& destination);
+  Destination& destination_of(const std::string& name);
+  void apply_policy(Destination& destination, core::SteadyTime now);
+  void apply_destination_policies();
+  std::uint64_t take_turn(Destination& destination);
+  bool admit(Destination& destination, const ReadyEntry& entry, core::SteadyTime now);
+  bool release_held(core::SteadyTime now);
+  void reorder_ready();
+  std::size_t limited_waiting() const;
   void push_ready(core::RowId id, Session* session);
   void promote_due(core::SteadyTime now);
-  bool take_loose(core::RowId id, core::SteadyTime now, std::vector<core::RowId>& out);
-  bool take_from_session(Session& session, core::RowId key, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool take_loose(const ReadyEntry& entry, core::SteadyTime now, std::vector<core::RowId>& out);
+  bool take_from_session(const ReadyEntry& entry, core::SteadyTime now, std::vector<core::RowId>& out);
   bool fits(const Row& row) const;
   bool park_if_unsendable(RowMap::iterator it);
-  void hand_out(core::RowId id, Row& row, std::vector<core::RowId>& out);
+  bool take_entry(const ReadyEntry& entry, core::SteadyTime now, std::vector<core::RowId>& out);
+  void hand_out(core::RowId id, Row& row, core::SteadyTime now, std::vector<core::RowId>& out);
   void schedule(Session& session, core::SteadyTime now);
   void arm(core::RowId id, Row& row);
   void requeue(RowMap::iterator it, core::SteadyTime retry_at, core::SteadyTime now);
@@ -235,10 +292,12 @@ class Planner {
   std::unordered_set<core::RowId> settled_;             // ids with a write not yet persisted
   std::unordered_map<core::RowId, std::size_t> failure_at_;  // index in pending_.failures
   std::vector<Session*> parked_sessions_;               // parks not yet persisted
-  std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
-  std::uint64_t turn_now_ = 0;                                  // the turn of the last entry taken
-  std::unordered_map<std::string, std::uint64_t> last_turns_;  // destination: its latest row's turn
-  std::size_t turns_left_ = 0;                                  // last_turns_'s size after it was last pruned
+  ReadyHeap ready_;
+  std::uint64_t turn_now_ = 0;                                 // the turn of the last row handed out
+  std::unordered_map<std::string, Destination> destinations_;  // with rows known, or a policy of their own
+  std::size_t destinations_left_ = 0;                          // destinations_'s size after it was last pruned
+  std::vector<Destination*> limited_;                          // those with a limit, kept while configured
+  std::vector<Destination*> holding_;                          // those with entries held back
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
   std::size_t in_flight_ = 0;
   std::size_t in_flight_bytes_ = 0;

@@ -33,6 +33,7 @@ void Planner::on_outcome(core::RowId id, core::DeliveryOutcome outcome, std::str
   row.in_flight = false;
   --in_flight_;
   in_flight_bytes_ -= row.bytes;
+  --row.destination->in_flight;
   if (session != nullptr) --session->in_flight;
 
   settle(it, outcome, reason, now);

@@ -34,7 +34,17 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
   ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {},
                        std::max<std::size_t>(bytes / 2, 1), {}, {}};
   const bool by_destination = pass_.in_backlog() && request.limit >= 2;
-  if (by_destination) {
+  if (auto held_back = planner_.held_back(); !held_back.empty()) {
+    // The id-order claim would read the held destinations' rows, which would
+    // wait here and fill the room: the claim by destination reads all the
+    // others instead, until those rows go out. Each of its rows costs a look
+    // at its session's earlier rows (outbox_sql.cpp, claim_lanes).
+    request.lanes.only = true;
+    request.lanes.limit = request.limit;
+    request.lanes.per_lane = request.limit;
+    request.lanes.after = held_lanes_after_;
+    request.lanes.skip = std::move(held_back);
+  } else if (by_destination) {
     request.lanes.limit = std::max<std::size_t>(1, request.limit / kLaneShare);
     request.limit -= request.lanes.limit;
     request.lanes.per_lane = std::max<std::size_t>(1, request.lanes.limit / 2);
@@ -77,8 +87,16 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   pass_.count_read(claim.rows.size());
   claimed.statistics_stale = claim.immediate_full && statistics_.stale(pass_.read(), table_rows, started);
   pass_.on_claim(claim.immediate_full, claim.last_immediate_id, std::move(seen), late_commits_asked);
-  if (claim.immediate_full) pass_.on_lanes(std::move(claim.backlog_destinations), std::move(claim.lanes_after));
   claimed.more = claim.more();
+  if (request.lanes.only) {
+    // The walk reads destinations in name order from held_lanes_after_ to
+    // the last: one that came back short from past the first looks again
+    // from the first.
+    claimed.more = claimed.more || !request.lanes.after.empty();
+    held_lanes_after_ = claim.lanes_after.value_or("");
+  } else if (claim.immediate_full) {
+    pass_.on_lanes(std::move(claim.backlog_destinations), std::move(claim.lanes_after));
+  }
   if (!claimed.more) {
     claim_may_find_rows_ = false;
     claimed.next_due = claim.next_due;

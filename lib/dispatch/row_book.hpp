@@ -31,6 +31,7 @@ class RowBook {
   RowBook(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random);
 
   void set_policy(PlannerPolicy policy) { planner_.set_policy(std::move(policy)); }
+  std::vector<DestinationState> destinations() const { return planner_.destinations(); }
 
   // --- claiming
   struct ClaimRequest {
@@ -54,7 +55,9 @@ class RowBook {
   // leave room for; each of the claim's two statements reads half of that,
   // and at least one row. While the pass reads a backlog, an eighth of the
   // rows goes to the claim by destination, so that a row of any other
-  // destination is claimed by the next claim after its commit.
+  // destination is claimed by the next claim after its commit. While a
+  // limited destination holds enough rows (Planner::held_back()), the claim
+  // by destination alone reads every other destination.
   ClaimRequest claim_request(std::size_t batch_size,
                              std::size_t claim_bytes = std::numeric_limits<std::size_t>::max()) const;
 
@@ -106,6 +109,7 @@ class RowBook {
   ClaimPass pass_;
   StatisticsWatch statistics_;
   bool claim_may_find_rows_ = true;
+  std::string held_lanes_after_;  // where the next claim by destination alone goes on (claim_request())
 };
 
 }  // namespace outboxd::dispatch

@@ -264,7 +264,7 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
   std::vector<Connection::PreparedCall> statements{
       {names[0], {table_}},
       {names[1],
-       {set, count, std::to_string(after_id), known_ids, inline_limit, horizon,
+       {set, lanes.only ? "0" : count, std::to_string(after_id), known_ids, inline_limit, horizon,
         int_array_literal(connection_.take_own_transactions())},
        ResultFormat::binary},
       {names[2], {set, count, known_ids, inline_limit}, ResultFormat::binary},

@@ -23,7 +23,7 @@ config::Config claim_config(config::StandbyWait::Mode standby = config::StandbyW
 
 struct StepFixture : PartsFixture {
   explicit StepFixture(config::Config config = claim_config())
-      : book(planner_policy(config.dispatch), clock, random),
+      : book(planner_policy(config.dispatch, config.destinations), clock, random),
         leases(config.leases, kInstance, clock),
         step(ClaimStep::settings_of(config), config.dispatch, kInstance, book, database, leases, metrics, timers, clock,
              [this](const core::Error& error) { failures.push_back(error.message); }) {

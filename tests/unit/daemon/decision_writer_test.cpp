@@ -23,7 +23,7 @@ struct WriterFixture : PartsFixture {
     config::DispatchConfig dispatch;
     dispatch.max_attempts = max_attempts;
     dispatch.backoff_initial = 100ms;
-    return planner_policy(dispatch);
+    return planner_policy(dispatch, {});
   }
 
   // `n` new rows claimed and handed out, as the loop publishes them.

@@ -39,7 +39,7 @@ struct WiredParts : PartsFixture {
 
   explicit WiredParts(config::Config config = {})
       : loop_config(std::move(config)),
-        book(planner_policy(loop_config.dispatch), clock, random),
+        book(planner_policy(loop_config.dispatch, loop_config.destinations), clock, random),
         leases(loop_config.leases, kInstance, clock),
         decisions(DecisionWriter::settings_of(loop_config), kInstance, book, database, metrics, timers, clock),
         claims(ClaimStep::settings_of(loop_config), loop_config.dispatch, kInstance, book, database, leases, metrics,

@@ -11,7 +11,7 @@
 namespace outboxd::dispatch::test {
 namespace {
 
-core::OutboxMessage to(const char* destination, core::RowId id) {
+core::OutboxMessage message_to(const char* destination, core::RowId id) {
   core::OutboxMessage m;
   m.id = id;
   m.message_id = numbered("m", id);
@@ -37,9 +37,9 @@ Ids ids_of(const std::vector<core::OutboxMessage>& rows) {
 
 TEST_CASE("merge_claim: rows by destination join above a full batch's cut, each row once", "[dispatch][lanes]") {
   core::ClaimedSets sets;
-  sets.immediate = set_of({to("bulk", 1), to("bulk", 2), to("alerts", 3), to("bulk", 4)});
+  sets.immediate = set_of({message_to("bulk", 1), message_to("bulk", 2), message_to("alerts", 3), message_to("bulk", 4)});
   // In destination order, as the statement returns them; row 3 came in both.
-  sets.lanes = set_of({to("alerts", 3), to("alerts", 9), to("payments", 7)});
+  sets.lanes = set_of({message_to("alerts", 3), message_to("alerts", 9), message_to("payments", 7)});
   const auto claim = merge_claim(std::move(sets), 4, 3);
   CHECK(claim.immediate_full);
   CHECK(ids_of(claim.rows) == Ids{1, 2, 3, 4, 7, 9});
@@ -49,8 +49,8 @@ TEST_CASE("merge_claim: rows by destination join above a full batch's cut, each 
 
 TEST_CASE("merge_claim: a short claim by destination starts again from the first destination", "[dispatch][lanes]") {
   core::ClaimedSets sets;
-  sets.immediate = set_of({to("bulk", 1), to("bulk", 2)});
-  sets.lanes = set_of({to("payments", 7)});
+  sets.immediate = set_of({message_to("bulk", 1), message_to("bulk", 2)});
+  sets.lanes = set_of({message_to("payments", 7)});
   const auto claim = merge_claim(std::move(sets), 2, 3);
   CHECK_FALSE(claim.lanes_after.has_value());
   CHECK(ids_of(claim.rows) == Ids{1, 2, 7});
@@ -68,7 +68,7 @@ TEST_CASE("RowBook asks for rows by destination only while its pass reads a back
   // A full claim of bulk: the pass is in a backlog.
   core::ClaimedSets full;
   std::vector<core::OutboxMessage> rows;
-  for (core::RowId id = 1; id <= 16; ++id) rows.push_back(to("bulk", id));
+  for (core::RowId id = 1; id <= 16; ++id) rows.push_back(message_to("bulk", id));
   full.immediate = set_of(std::move(rows));
   book.on_claim(std::move(full), request, clock.now());
 
@@ -85,9 +85,9 @@ TEST_CASE("RowBook asks for rows by destination only while its pass reads a back
   // The claim by destination came back full: the next one goes on from there.
   core::ClaimedSets next;
   std::vector<core::OutboxMessage> more;
-  for (core::RowId id = 17; id <= 30; ++id) more.push_back(to("bulk", id));
+  for (core::RowId id = 17; id <= 30; ++id) more.push_back(message_to("bulk", id));
   next.immediate = set_of(std::move(more));
-  next.lanes = set_of({to("alerts", 40), to("carts", 41)});
+  next.lanes = set_of({message_to("alerts", 40), message_to("carts", 41)});
   const auto claimed = book.on_claim(std::move(next), request, clock.now());
   CHECK(claimed.added == 16);
   request = book.claim_request(16);
@@ -97,7 +97,7 @@ TEST_CASE("RowBook asks for rows by destination only while its pass reads a back
   // read them again.
   core::ClaimedSets third;
   std::vector<core::OutboxMessage> beyond;
-  for (core::RowId id = 42; id <= 55; ++id) beyond.push_back(to("bulk", id));
+  for (core::RowId id = 42; id <= 55; ++id) beyond.push_back(message_to("bulk", id));
   third.immediate = set_of(std::move(beyond));
   book.on_claim(std::move(third), request, clock.now());
   auto known = book.claim_request(16).known;
@@ -108,7 +108,7 @@ TEST_CASE("RowBook asks for rows by destination only while its pass reads a back
 
   // A short claim ends the pass, and with it the claim by destination.
   core::ClaimedSets shorter;
-  shorter.immediate = set_of({to("bulk", 31)});
+  shorter.immediate = set_of({message_to("bulk", 31)});
   book.on_claim(std::move(shorter), book.claim_request(16), clock.now());
   CHECK(book.claim_request(16).lanes.limit == 0);
 }

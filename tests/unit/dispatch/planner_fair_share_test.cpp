@@ -4,15 +4,6 @@
 #include "planner_fixture.hpp"
 
 namespace outboxd::dispatch::test {
-namespace {
-
-RowRef to(const char* destination, core::RowId id, std::string session = "") {
-  RowRef ref = row(id, std::move(session));
-  ref.destination = destination;
-  return ref;
-}
-
-}  // namespace
 
 TEST_CASE("A row of another destination goes out next, ahead of the backlog held before it",
           "[dispatch][planner][fair]") {

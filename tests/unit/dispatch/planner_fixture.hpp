@@ -52,6 +52,13 @@ inline RowRef row(core::RowId id, std::string session = "", int attempts = 0, in
   return {id, std::move(session), attempts, partition, std::nullopt, ""};
 }
 
+// A row of `destination`.
+inline RowRef to(const char* destination, core::RowId id, std::string session = "") {
+  RowRef ref = row(id, std::move(session));
+  ref.destination = destination;
+  return ref;
+}
+
 // The row as `writer` wrote it; row() alone is a row without writer (written before 009).
 inline RowRef written_by(std::string writer, RowRef ref) {
   ref.writer = std::move(writer);

@@ -220,3 +220,46 @@ TEST_CASE("RowBook claims a lost connection's rows again at once, from the start
 }
 
 }  // namespace outboxd::dispatch::test
+
+namespace outboxd::dispatch::test {
+
+TEST_CASE("RowBook: while a limited destination holds enough rows, the claim reads the others by destination alone",
+          "[dispatch][row_book][limits]") {
+  core::ManualClock clock;
+  core::FixedRandom random{0.5};
+  auto policy = test_policy();
+  policy.max_buffered = 16;  // limited_buffer() is 2
+  policy.destinations["slow"].max_in_flight = 1;
+  RowBook book(policy, clock, random);
+  auto slow = [](core::RowId id) {
+    auto m = message(id);
+    m.destination = "slow";
+    return m;
+  };
+  core::ClaimedSets first;
+  first.immediate = immediate({slow(1), slow(2), slow(3)});
+  auto request = book.claim_request(10);
+  CHECK_FALSE(request.lanes.only);
+  book.on_claim(std::move(first), request, clock.now());
+
+  request = book.claim_request(10);
+  CHECK(request.lanes.only);
+  CHECK(request.lanes.skip == std::vector<std::string>{"slow"});
+  CHECK(request.lanes.limit == request.limit);
+  CHECK(request.lanes.after.empty());
+  // A full claim by destination goes on after its last destination; a short
+  // one from there looks once more from the first.
+  core::ClaimedSets full;
+  full.lanes = immediate({message(4), message(5)});
+  full.lanes.rows[0].destination = full.lanes.rows[1].destination = "fast";
+  request.lanes.limit = 2;
+  CHECK(book.on_claim(std::move(full), request, clock.now()).more);
+  request = book.claim_request(10);
+  CHECK(request.lanes.after == "fast");
+  CHECK(book.on_claim(core::ClaimedSets{}, request, clock.now()).more);
+  request = book.claim_request(10);
+  CHECK(request.lanes.after.empty());
+  CHECK_FALSE(book.on_claim(core::ClaimedSets{}, request, clock.now()).more);
+}
+
+}  // namespace outboxd::dispatch::test
