@@ -147,6 +147,7 @@ void ClaimStep::on_reconnect() {
 void ClaimStep::follow_timers() {
   timers_.follow(Timer::late_commit, late_commits_.next_check());
   timers_.follow(Timer::standby, standby_.next_check());
+  timers_.follow(Timer::lanes, book_.next_lanes_claim(settings_.batch));
 }
 
 // If the position cannot be read, the claim is dropped with the connection:

@@ -98,6 +98,38 @@ void Reporting::update_health() {
   metrics_.partitions.set(static_cast<std::int64_t>(parts_.leases.partitions().size()));
   metrics_.database_up.set(health_.database_up ? 1 : 0);
   metrics_.broker_up.set(health_.broker_up ? 1 : 0);
+  update_destinations();
+}
+
+// Series for the destinations destinations: names only, so their number is
+// the operator's, never the writers'.
+void Reporting::update_destinations() {
+  const auto states = parts_.book.configured_destinations();
+  if (states.empty() && !destination_series_) return;
+  destination_series_ = !states.empty();
+  std::vector<metrics::GaugeSet::Sample> policy, in_flight, held;
+  for (const auto& state : states) {
+    const auto& p = state.policy;
+    const auto of = [&](const char* label, const char* value) {
+      return metrics::Labels{{"destination", state.name}, {label, value}};
+    };
+    policy.emplace_back(of("setting", "priority"), p.priority);
+    policy.emplace_back(of("setting", "max_rate"), p.max_rate);
+    policy.emplace_back(of("setting", "burst"), p.max_rate > 0 ? dispatch::effective_burst(p) : 0.0);
+    policy.emplace_back(of("setting", "max_in_flight"), static_cast<double>(p.max_in_flight));
+    in_flight.emplace_back(metrics::Labels{{"destination", state.name}}, static_cast<double>(state.in_flight));
+    if (p.max_rate > 0) {
+      held.emplace_back(of("limit", "rate"),
+                        state.held_by == dispatch::Limit::rate ? static_cast<double>(state.buffered) : 0.0);
+    }
+    if (p.max_in_flight > 0) {
+      held.emplace_back(of("limit", "in_flight"),
+                        state.held_by == dispatch::Limit::in_flight ? static_cast<double>(state.buffered) : 0.0);
+    }
+  }
+  metrics_.destination_policy.replace(std::move(policy));
+  metrics_.destination_in_flight.replace(std::move(in_flight));
+  metrics_.destination_held_rows.replace(std::move(held));
 }
 
 void Reporting::log_stats(bool stopping) {

@@ -74,12 +74,14 @@ class Reporting {
  private:
   void status(bool stopping, bool refresh);
   void update_health();
+  void update_destinations();
   void schedule_stats(core::SteadyTime now);
 
   Settings settings_;
   metrics::Registry& registry_;
   Parts parts_;
   RunLoopMetrics& metrics_;
+  bool destination_series_ = false;  // update_destinations() published some: clear them when none are left
   dispatch::LoopTimers& timers_;
   const core::Clock& clock_;
   metrics::Health health_;

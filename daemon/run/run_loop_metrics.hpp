@@ -40,7 +40,16 @@ struct RunLoopMetrics {
         delay_to_publish(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "publish"}},
                                      delay_buckets())),
         delay_to_accept(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "accept"}},
-                                    delay_buckets())) {}
+                                    delay_buckets())),
+        destination_policy(r.gauge_set("outboxd_destination_policy",
+                                       "The delivery policy of each destination that destinations: names, by "
+                                       "setting: priority, max_rate, burst, max_in_flight (0: no limit)")),
+        destination_in_flight(r.gauge_set("outboxd_destination_in_flight",
+                                          "Deliveries awaiting a broker outcome, per destination that "
+                                          "destinations: names")),
+        destination_held_rows(r.gauge_set("outboxd_destination_held_rows",
+                                          "Rows waiting in memory because the destination's limit (rate, "
+                                          "in_flight) holds them now; 0 when it does not")) {}
 
   metrics::Counter& claimed;
   metrics::Counter& published;
@@ -68,6 +77,9 @@ struct RunLoopMetrics {
   metrics::Gauge& standby_waiting_rows;
   metrics::Histogram& delay_to_publish;  // handed to the AMQP client
   metrics::Histogram& delay_to_accept;   // the broker's accepted outcome applied
+  metrics::GaugeSet& destination_policy;     // destinations: as configured
+  metrics::GaugeSet& destination_in_flight;
+  metrics::GaugeSet& destination_held_rows;  // rows a limit holds back, by destination and limit
 
  private:
   static constexpr const char* kConnectedHelp = "1 while the connection to the peer is up, 0 otherwise";

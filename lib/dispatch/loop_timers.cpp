@@ -18,6 +18,7 @@ bool needs_database(Timer timer) {
     case Timer::lease_renewal:
     case Timer::late_commit:
     case Timer::standby:
+    case Timer::lanes:
       return true;
     default:
       return false;

@@ -32,9 +32,10 @@ enum class Timer : std::size_t {
   lease_renewal,  // the next lease balance
   late_commit,    // the next look at transactions open when NOTIFY was armed
   standby,        // the next look at the standby's flushed position
+  lanes,          // the next claim by destination while a backlog leaves no room (RowBook)
 };
-// A timer added after standby must take its place here.
-inline constexpr std::size_t kTimerCount = static_cast<std::size_t>(Timer::standby) + 1;
+// A timer added after lanes must take its place here.
+inline constexpr std::size_t kTimerCount = static_cast<std::size_t>(Timer::lanes) + 1;
 
 // A timer is set (to a time) or clear (it never fires).
 class LoopTimers {

@@ -119,9 +119,10 @@ void Planner::push_ready(core::RowId id, Session* session) {
   ready_.push({row.destination->policy.priority, row.turn, id, session});
 }
 
-std::size_t Planner::claim_room() const {
+std::size_t Planner::room_beyond(std::size_t extra) const {
   const std::size_t known = rows_.size() + pending_.dispatched.size() - limited_waiting();
-  return known >= policy_.max_buffered ? 0 : policy_.max_buffered - known;
+  const std::size_t allowed = policy_.max_buffered + extra;
+  return known >= allowed ? 0 : allowed - known;
 }
 
 std::size_t Planner::byte_room() const {

@@ -134,7 +134,9 @@ class Planner {
   std::size_t add(std::vector<HeldRow> claimed);
 
   // max_buffered minus known rows (buffered, in flight, accepted not yet persisted); never negative.
-  std::size_t claim_room() const;
+  std::size_t claim_room() const { return room_beyond(0); }
+  // The same with `extra` rows more allowed.
+  std::size_t room_beyond(std::size_t extra) const;
   // in_flight_bytes minus the payloads held (buffered and in flight); never negative.
   std::size_t byte_room() const;
 
@@ -181,8 +183,9 @@ class Planner {
   std::size_t limited_buffer() const;
   // The limited destinations the claim must leave out now, by name.
   std::vector<std::string> held_back() const;
-  // Every destination with a policy of its own or rows known, by name.
-  std::vector<DestinationState> destinations() const;
+  bool any_held_back() const;
+  // The destinations the policy names, in name order.
+  std::vector<DestinationState> configured_destinations() const;
 
  private:
   struct Session;

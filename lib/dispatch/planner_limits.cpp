@@ -103,6 +103,12 @@ std::size_t Planner::limited_waiting() const {
   return waiting;
 }
 
+bool Planner::any_held_back() const {
+  return std::any_of(limited_.begin(), limited_.end(), [this](const Destination* destination) {
+    return destination->rows - destination->in_flight >= limited_buffer();
+  });
+}
+
 std::vector<std::string> Planner::held_back() const {
   std::vector<std::string> names;
   for (const Destination* destination : limited_) {
@@ -112,14 +118,17 @@ std::vector<std::string> Planner::held_back() const {
   return names;
 }
 
-std::vector<DestinationState> Planner::destinations() const {
+// Configured destinations are never pruned (destination_of()): each is found.
+std::vector<DestinationState> Planner::configured_destinations() const {
   std::vector<DestinationState> states;
-  for (const auto& [name, destination] : destinations_) {
-    if (destination.rows == 0 && !destination.configured()) continue;
-    states.push_back({name, destination.policy, destination.rows - destination.in_flight, destination.in_flight,
-                      destination.held.empty() ? Limit::none : destination.held_by});
+  states.reserve(policy_.destinations.size());
+  for (const auto& entry : policy_.destinations) {
+    const auto found = destinations_.find(entry.first);
+    if (found == destinations_.end()) continue;
+    const Destination& destination = found->second;
+    states.push_back({entry.first, destination.policy, destination.rows - destination.in_flight,
+                      destination.in_flight, destination.held.empty() ? Limit::none : destination.held_by});
   }
-  std::sort(states.begin(), states.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return states;
 }
 

@@ -19,7 +19,7 @@ constexpr std::size_t kLaneShare = 8;
 }  // namespace
 
 RowBook::RowBook(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random)
-    : planner_(std::move(policy), clock, random) {}
+    : clock_(clock), planner_(std::move(policy), clock, random) {}
 
 void RowBook::restart_pass() {
   pass_.restart();
@@ -34,7 +34,18 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
   ClaimRequest request{std::min(planner_.claim_room(), batch_size), pass_.cursor(), {},
                        std::max<std::size_t>(bytes / 2, 1), {}, {}};
   const bool by_destination = pass_.in_backlog() && request.limit >= 2;
-  if (auto held_back = planner_.held_back(); !held_back.empty()) {
+  if (!room_for_pass(batch_size)) {
+    // room_for_claim() let it through: a claim by destination beside the pass.
+    request.beside_pass = true;
+    request.limit = lanes_room(batch_size);
+    request.lanes.only = true;
+    request.lanes.limit = request.limit;
+    request.lanes.per_lane = std::max<std::size_t>(1, request.limit / 2);
+    request.lanes.after = pass_.lanes_after();
+    request.lanes.skip = pass_.backlog_destinations();
+    auto held_back = planner_.held_back();
+    request.lanes.skip.insert(request.lanes.skip.end(), held_back.begin(), held_back.end());
+  } else if (auto held_back = planner_.held_back(); !held_back.empty()) {
     // The id-order claim would read the held destinations' rows, which would
     // wait here and fill the room: the claim by destination reads all the
     // others instead, until those rows go out. Each of its rows costs a look
@@ -60,8 +71,26 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
   return request;
 }
 
-bool RowBook::room_for_claim(std::size_t batch_size) const {
+bool RowBook::room_for_pass(std::size_t batch_size) const {
   return planner_.claim_room() > batch_size / 2 && planner_.byte_room() > 0;
+}
+
+std::size_t RowBook::lanes_room(std::size_t batch_size) const {
+  const std::size_t share = std::max<std::size_t>(1, batch_size / kLaneShare);
+  return std::min(share, planner_.room_beyond(share));
+}
+
+bool RowBook::room_for_claim(std::size_t batch_size) const {
+  if (room_for_pass(batch_size)) return true;
+  const auto next = next_lanes_claim(batch_size);
+  return next && *next <= clock_.now();
+}
+
+std::optional<core::SteadyTime> RowBook::next_lanes_claim(std::size_t batch_size) const {
+  if (!pass_.in_backlog() || room_for_pass(batch_size) || lanes_room(batch_size) == 0 || planner_.byte_room() == 0) {
+    return std::nullopt;
+  }
+  return next_lanes_;
 }
 
 RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& request, core::SteadyTime started) {
@@ -83,11 +112,20 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
     rows.push_back({std::move(row), due_since});
   }
   claimed.added = planner_.add(std::move(rows));
+  if (request.beside_pass) {
+    // The pass, its cursor and whether rows may be found stay as they were;
+    // `more` says the pass goes on, as it does.
+    next_lanes_ = started + kLanesInterval;
+    claimed.more = true;
+    pass_.on_lanes(pass_.backlog_destinations(), std::move(claim.lanes_after));
+    return claimed;
+  }
   claimed.backlog_began = claim.immediate_full && !pass_.in_backlog();
   pass_.count_read(claim.rows.size());
   claimed.statistics_stale = claim.immediate_full && statistics_.stale(pass_.read(), table_rows, started);
   pass_.on_claim(claim.immediate_full, claim.last_immediate_id, std::move(seen), late_commits_asked);
   claimed.more = claim.more();
+  left_out_held_ = request.lanes.only;
   if (request.lanes.only) {
     // The walk reads destinations in name order from held_lanes_after_ to
     // the last: one that came back short from past the first looks again
@@ -97,10 +135,9 @@ RowBook::Claimed RowBook::on_claim(core::ClaimedSets sets, const ClaimRequest& r
   } else if (claim.immediate_full) {
     pass_.on_lanes(std::move(claim.backlog_destinations), std::move(claim.lanes_after));
   }
-  if (!claimed.more) {
-    claim_may_find_rows_ = false;
-    claimed.next_due = claim.next_due;
-  }
+  // A claim may also run because held-back destinations have room again (claim_may_find_rows()).
+  claim_may_find_rows_ = claimed.more;
+  if (!claimed.more) claimed.next_due = claim.next_due;
   return claimed;
 }
 

@@ -30,8 +30,15 @@ class RowBook {
  public:
   RowBook(PlannerPolicy policy, const core::Clock& clock, core::RandomSource& random);
 
+  // While the pass reads a backlog and the rows held leave no room for its
+  // next claim, a small claim by destination alone (an eighth of a batch,
+  // beyond max_buffered) runs this often, so that a row of another
+  // destination is not held up until the backlog's rows went out: writers
+  // do not NOTIFY while a pass reads a backlog.
+  static constexpr std::chrono::milliseconds kLanesInterval{50};
+
   void set_policy(PlannerPolicy policy) { planner_.set_policy(std::move(policy)); }
-  std::vector<DestinationState> destinations() const { return planner_.destinations(); }
+  std::vector<DestinationState> configured_destinations() const { return planner_.configured_destinations(); }
 
   // --- claiming
   struct ClaimRequest {
@@ -41,16 +48,23 @@ class RowBook {
     std::size_t statement_bytes = 0;   // the byte budget of each statement
     core::LaneRequest lanes;           // while the pass reads a backlog: a share of `limit` by destination
     std::optional<std::string> horizon;  // ClaimPass::horizon()
+    bool beside_pass = false;          // by destination alone, leaving the pass where it is (kLanesInterval)
   };
-  bool claim_may_find_rows() const { return claim_may_find_rows_; }
+  // Also once no destination is held back any more, after a claim left some out.
+  bool claim_may_find_rows() const {
+    return claim_may_find_rows_ || (left_out_held_ && !planner_.any_held_back());
+  }
   void expect_rows() { claim_may_find_rows_ = true; }
   // From the lowest id again, and claim: new partitions (their rows may lie
   // below the cursor) or a new connection.
   void restart_pass();
   std::uint64_t pass_restarts() const { return pass_.restarts(); }
   // Room for at least half a batch, a smaller claim not being worth its
-  // round trip, and the payloads held below the in-flight bytes.
+  // round trip, and the payloads held below the in-flight bytes; or a claim
+  // by destination beside the pass is due (kLanesInterval).
   bool room_for_claim(std::size_t batch_size) const;
+  // When the next claim by destination beside the pass is due; empty when none will be.
+  std::optional<core::SteadyTime> next_lanes_claim(std::size_t batch_size) const;
   // At most `claim_bytes` of payload, and no more than the in-flight bytes
   // leave room for; each of the claim's two statements reads half of that,
   // and at least one row. While the pass reads a backlog, an eighth of the
@@ -105,11 +119,17 @@ class RowBook {
   Planner::Counters counters() const { return planner_.counters(); }
 
  private:
+  bool room_for_pass(std::size_t batch_size) const;
+  std::size_t lanes_room(std::size_t batch_size) const;
+
+  const core::Clock& clock_;
   Planner planner_;  // the rows held, payloads included
   ClaimPass pass_;
   StatisticsWatch statistics_;
   bool claim_may_find_rows_ = true;
   std::string held_lanes_after_;  // where the next claim by destination alone goes on (claim_request())
+  bool left_out_held_ = false;    // the last claim left held-back destinations out: they have rows unread
+  core::SteadyTime next_lanes_{};  // no claim by destination beside the pass before this
 };
 
 }  // namespace outboxd::dispatch

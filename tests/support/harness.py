@@ -259,7 +259,10 @@ def write_config(path, database, broker, /, **sections):
     if getattr(database, "schema", "outbox") != "outbox":
         doc["outbox"] = {"schema": database.schema}
     for section, values in sections.items():
-        doc.setdefault(section, {}).update(values)
+        if isinstance(values, list):
+            doc[section] = values  # a list section (destinations, outboxes)
+        else:
+            doc.setdefault(section, {}).update(values)
     if "urls" in doc["broker"]:
         del doc["broker"]["url"]  # the nodes of a cluster instead of one broker: exactly one of the two
     with open(path, "w") as f:
@@ -268,13 +271,15 @@ def write_config(path, database, broker, /, **sections):
 
 
 def yaml_value(value):
-    """A scalar or a list of scalars in YAML flow style."""
+    """A scalar, a list or a mapping in YAML flow style."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace('"', '\\"') + '"'
     if isinstance(value, list):
         return "[" + ", ".join(yaml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {yaml_value(item)}" for key, item in value.items()) + "}"
     return str(value)
 
 

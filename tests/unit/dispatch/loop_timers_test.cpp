@@ -44,7 +44,7 @@ TEST_CASE("Every timer can end a sleep", "[dispatch][timers]") {
   const auto t0 = clock.now();
   for (const auto timer : {Timer::poll, Timer::scheduled, Timer::busy_claim, Timer::notified, Timer::mark, Timer::purge,
                            Timer::backlog, Timer::stats, Timer::retry, Timer::ping, Timer::lease_expiry,
-                           Timer::lease_renewal, Timer::late_commit, Timer::standby}) {
+                           Timer::lease_renewal, Timer::late_commit, Timer::standby, Timer::lanes}) {
     LoopTimers timers;
     timers.set(Timer::poll, t0 + 60s);
     timers.set(timer, t0 + 3ms);

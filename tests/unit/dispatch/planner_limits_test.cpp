@@ -78,7 +78,7 @@ TEST_CASE("A destination at its in-flight limit waits; the others take the rest 
   for (core::RowId id = 1; id <= 6; ++id) f.add({to("slow", id)});
   for (core::RowId id = 7; id <= 12; ++id) f.add({to("fast", id)});
   CHECK(f.take() == Ids{1, 7, 2, 8, 9});
-  const auto states = f.planner.destinations();
+  const auto states = f.planner.configured_destinations();
   REQUIRE(state_of(states, "slow") != nullptr);
   CHECK(state_of(states, "slow")->in_flight == 2);
   CHECK(state_of(states, "slow")->held_by == Limit::in_flight);
@@ -108,7 +108,7 @@ TEST_CASE("A rate limit lets its burst out, then one row per token", "[dispatch]
   CHECK(f.take() == Ids{1, 21, 2});
   REQUIRE(f.planner.next_retry().has_value());
   CHECK(*f.planner.next_retry() == f.clock.now() + 100ms);
-  CHECK(state_of(f.planner.destinations(), "metered")->held_by == Limit::rate);
+  CHECK(state_of(f.planner.configured_destinations(), "metered")->held_by == Limit::rate);
   f.clock.advance(99ms);
   CHECK(f.take().empty());
   f.clock.advance(1ms);
@@ -156,7 +156,7 @@ TEST_CASE("A reload applies new limits and classes to the rows held", "[dispatch
   f.accept(6);
   // No limit now, and a class above bulk's: the held rows go first.
   CHECK(f.take() == Ids{2, 3});
-  CHECK(state_of(f.planner.destinations(), "slow")->held_by == Limit::none);
+  CHECK(state_of(f.planner.configured_destinations(), "slow")->held_by == Limit::none);
 }
 
 TEST_CASE("A limited destination with enough rows waiting is left out of the claims, and out of the room",

@@ -260,6 +260,65 @@ TEST_CASE("RowBook: while a limited destination holds enough rows, the claim rea
   request = book.claim_request(10);
   CHECK(request.lanes.after.empty());
   CHECK_FALSE(book.on_claim(core::ClaimedSets{}, request, clock.now()).more);
+  // The slow rows left unread are claimed once those held have gone out.
+  CHECK_FALSE(book.claim_may_find_rows());
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& row : book.take_ready()) book.on_outcome(row.id, core::DeliveryOutcome::accepted, "");
+    book.on_persisted();
+  }
+  CHECK(book.claim_may_find_rows());
+  request = book.claim_request(10);
+  CHECK_FALSE(request.lanes.only);
+  // A full claim then goes on, as a pass does.
+  core::ClaimedSets again;
+  again.immediate = immediate({slow(6), slow(7), slow(8), slow(9), slow(10), slow(11), slow(12), slow(13)});
+  request.limit = 8;
+  CHECK(book.on_claim(std::move(again), request, clock.now()).more);
+  CHECK(book.claim_may_find_rows());
+}
+
+}  // namespace outboxd::dispatch::test
+
+namespace outboxd::dispatch::test {
+
+TEST_CASE("RowBook: while a backlog fills the room, a small claim by destination runs beside the pass now and then",
+          "[dispatch][row_book][limits]") {
+  core::ManualClock clock;
+  core::FixedRandom random{0.5};
+  auto policy = test_policy();
+  policy.max_buffered = 16;
+  policy.window = 1;
+  RowBook book(policy, clock, random);
+  std::vector<core::OutboxMessage> backlog;
+  for (core::RowId id = 1; id <= 16; ++id) {
+    backlog.push_back(message(id));
+    backlog.back().destination = "bulk";
+  }
+  core::ClaimedSets first;
+  first.immediate = immediate(std::move(backlog));
+  auto request = book.claim_request(16);
+  REQUIRE(book.on_claim(std::move(first), request, clock.now()).more);  // full: a backlog
+  // No room for the pass's next claim: one by destination beside it, at once the first time.
+  REQUIRE(book.room_for_claim(16));
+  request = book.claim_request(16);
+  CHECK(request.beside_pass);
+  CHECK(request.lanes.only);
+  CHECK(request.limit == 2);  // an eighth of the batch, beyond max_buffered
+  CHECK(request.after_id == 16);
+  CHECK(request.lanes.skip == std::vector<std::string>{"bulk"});
+  core::ClaimedSets lanes;
+  lanes.lanes = immediate({message(40)});
+  lanes.lanes.rows[0].destination = "payments";
+  CHECK(book.on_claim(std::move(lanes), request, clock.now()).added == 1);
+  // The pass is where it was, and the next claim beside it waits kLanesInterval.
+  CHECK(book.claim_request(16).after_id == 16);
+  CHECK(book.claim_may_find_rows());
+  CHECK_FALSE(book.room_for_claim(16));
+  REQUIRE(book.next_lanes_claim(16).has_value());
+  CHECK(*book.next_lanes_claim(16) == clock.now() + RowBook::kLanesInterval);
+  clock.advance(RowBook::kLanesInterval);
+  CHECK(book.room_for_claim(16));
+  CHECK(book.claim_request(16).limit == 1);  // one row of the extra eighth is taken
 }
 
 }  // namespace outboxd::dispatch::test
