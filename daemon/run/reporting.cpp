@@ -11,7 +11,9 @@ using dispatch::Timer;
 Reporting::Settings Reporting::settings_of(const config::Config& config) {
   return {.listen = config.http.listen,
           .poll_interval = config.dispatch.poll_interval,
-          .stats_interval = config.dispatch.stats_interval};
+          .stats_interval = config.dispatch.stats_interval,
+          .redelivery_window = std::int64_t{config.dispatch.in_flight} + 2 * std::int64_t{config.dispatch.batch_size},
+          .broker_dedup = config.broker.profile == config::BrokerProfile::artemis};
 }
 
 Reporting::Reporting(Settings settings, metrics::Registry& registry, Parts parts, RunLoopMetrics& metrics,
@@ -22,6 +24,8 @@ Reporting::Reporting(Settings settings, metrics::Registry& registry, Parts parts
 void Reporting::set_settings(Settings settings) {
   settings_.poll_interval = settings.poll_interval;
   settings_.stats_interval = settings.stats_interval;  // listen and service_manager stay as started
+  settings_.redelivery_window = settings.redelivery_window;
+  metrics_.redelivery_window.set(settings_.redelivery_window);
   schedule_stats(clock_.now());
 }
 
@@ -29,6 +33,14 @@ bool Reporting::start() {
   const auto now = clock_.now();
   metrics::beat(health_, now);
   schedule_stats(now);
+  metrics_.redelivery_window.set(settings_.redelivery_window);
+  // Said once per daemon: the broker's cache must outlast what a crash resends (docs/operations.md).
+  if (settings_.broker_dedup && settings_.service_manager) {
+    spdlog::info("duplicate detection: the broker's id-cache-size must be at least {} per address "
+                 "(dispatch.in_flight + 2 * dispatch.batch_size) for what this instance may publish again "
+                 "after a crash",
+                 settings_.redelivery_window);
+  }
   if (!settings_.listen.empty()) {
     // The loop may sleep a whole poll interval when idle: only a longer silence is a stall.
     const auto stale_after =

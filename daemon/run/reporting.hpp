@@ -36,6 +36,9 @@ class Reporting {
     std::chrono::milliseconds poll_interval{};   // dispatch.poll_interval_ms: the longest quiet sleep
     std::chrono::milliseconds stats_interval{};  // dispatch.stats_interval_ms; 0: no stats line
     bool service_manager = true;  // false for one outbox of many: the supervisor speaks to systemd
+    // Rows a crash may make this instance publish again: in_flight + 2 * batch_size.
+    std::int64_t redelivery_window = 0;
+    bool broker_dedup = false;  // the profile stamps a duplicate-detection id (artemis)
   };
   static Settings settings_of(const config::Config& config);
 

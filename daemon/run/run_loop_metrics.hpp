@@ -41,6 +41,9 @@ struct RunLoopMetrics {
                                      delay_buckets())),
         delay_to_accept(r.histogram("outboxd_dispatch_delay_seconds", kDelayHelp, {{"until", "accept"}},
                                     delay_buckets())),
+        redelivery_window(r.gauge("outboxd_redelivery_window_rows",
+                                  "Rows a crash may make this instance publish again: dispatch.in_flight + 2 * "
+                                  "dispatch.batch_size (size a broker's duplicate-id cache above it)")),
         destination_policy(r.gauge_set("outboxd_destination_policy",
                                        "The delivery policy of each destination that destinations: names, by "
                                        "setting: priority, max_rate, burst, max_in_flight (0: no limit)")),
@@ -77,6 +80,7 @@ struct RunLoopMetrics {
   metrics::Gauge& standby_waiting_rows;
   metrics::Histogram& delay_to_publish;  // handed to the AMQP client
   metrics::Histogram& delay_to_accept;   // the broker's accepted outcome applied
+  metrics::Gauge& redelivery_window;
   metrics::GaugeSet& destination_policy;     // destinations: as configured
   metrics::GaugeSet& destination_in_flight;
   metrics::GaugeSet& destination_held_rows;  // rows a limit holds back, by destination and limit
