@@ -132,6 +132,52 @@ def test_kill_9_duplicates_per_kill_within_in_flight_plus_twice_batch_size(workd
     print(f"kill -9: duplicates received={duplicates}, sum per kill={sum(per_kill)}")
 
 
+@pytest.fixture
+def artemis():
+    return Broker("artemis")
+
+
+def test_artemis_drops_every_row_100_kills_publish_again(workdir, database, artemis):
+    """Artemis' duplicate detection (the artemis profile's _AMQ_DUPL_ID) against 100 kill -9 of the daemon, each
+    while rows flow: every row arrives once, none lost, sessions in order. The default id-cache-size (20,000) is
+    above what a kill can make the daemon publish again (in_flight + 2 * batch_size = 2,500 here)."""
+    rows, sessions, kills = 60000, 200, 100
+    queue = unique("kill9dedup")
+    consumer = Consumer(artemis, queue, credit=2000)
+    path = write_config(f"{workdir}/outboxd.yaml", database, artemis, dispatch={"in_flight": WINDOW},
+                        leases={"instance_id": "kill9-dedup-host"})
+    fill(database, queue, rows, sessions)
+    rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "13")))
+    daemon = Daemon(path)
+    mid_run, published_again = 0, 0
+    try:
+        for _ in range(kills):
+            before = pending(database)
+            daemon.start()
+            # Killed while rows flow: once this run's first rows are marked, at a random moment after.
+            wait_until(lambda: pending(database) < before, timeout=30, interval=0.02, what="rows flowing")
+            time.sleep(rng.uniform(0, 0.1))
+            daemon.kill()
+            drain(consumer, quiet=0.1)
+            # Received, yet still pending: the next process publishes these again, and Artemis must drop them.
+            received = {m.id for _, m in consumer.received}
+            still_pending = {r[0] for r in database.query(
+                "SELECT message_id FROM outbox.messages WHERE status = 'pending'")}
+            mid_run += len(still_pending) > 0
+            published_again += len(received & still_pending)
+        daemon.start()
+        wait_until(lambda: pending(database) == 0, timeout=180, what="backlog drained after the kills")
+        received = consumer.receive_all({f"m{i}" for i in range(rows)}, timeout=180)
+    finally:
+        code = daemon.stop()
+        consumer.close()
+    assert code == 0, daemon.log()[-5000:]
+    print(f"kill -9 on Artemis: rows={rows} kills mid-run={mid_run} rows published again={published_again} "
+          f"received={len(received)}")
+    assert mid_run == kills, f"only {mid_run} of {kills} kills landed while rows were pending"
+    assert published_again > 0, "no kill left a row published but unmarked: the test measured nothing"
+    check_delivery(received, rows, max_duplicates=0)
+
 def test_broker_restart_mid_run(workdir, database, rabbitmq):
     rows, sessions = 10000, 100
     queue = unique("brokerrestart")

@@ -187,7 +187,7 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
         assert daemon.stop() == 0, daemon.log()
         peer.stop()
     documented = documented_series()
-    assert len(documented) == 22, documented
+    assert len(documented) == 26, documented
     for name, kind in documented.items():
         assert types.get(name) == kind, f"{name}: documented as {kind}, served as {types.get(name)}"
     outcomes = {o: samples[f'outboxd_outcomes_total{{outcome="{o}"}}']
@@ -201,6 +201,7 @@ def test_metrics_count_what_docs_metrics_md_says(workdir, database):
     assert samples['outboxd_disconnects_total{peer="broker"}'] == 0
     assert samples["outboxd_in_flight"] == 0 and samples["outboxd_buffered"] == 0
     assert samples["outboxd_partitions_held"] == 64
+    assert samples["outboxd_redelivery_window_rows"] == 1000 + 2 * 1000  # in_flight + 2 * batch_size
     assert samples["outboxd_claim_duration_seconds_count"] >= 1
     assert samples["outboxd_mark_duration_seconds_count"] >= 1
     # Without database.wait_for_standby no claim waits and none is held.

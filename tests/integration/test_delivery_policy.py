@@ -1,14 +1,18 @@
-"""Delivery policy per destination against RabbitMQ: a rate limit kept beside others at full speed and lifted by
-SIGHUP, a priority class beside a bulk (least-privilege roles)."""
+"""Delivery policy per destination: against RabbitMQ a rate limit kept beside others at full speed and lifted by
+SIGHUP, a priority class beside a bulk; against the scripted peer a stalled destination kept to its max_in_flight
+(least-privilege roles)."""
 
+import json
 import signal
 import statistics
 import threading
 import time
+import urllib.request
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, rabbitmqctl, unique, wait_until, write_config
+from harness import (Broker, Consumer, Daemon, Peer, free_port, rabbitmqctl, run_cli, unique, wait_until,
+                     write_config)
 from tenant_copies import percentile
 
 # 100 sessions of the destination's own: a session spanning two destinations would hold the second's rows
@@ -145,3 +149,53 @@ def test_a_priority_class_goes_ahead_of_a_bulk_of_a_lower_class(workdir, databas
     assert len(latencies) == len(committed)
     assert left > 0, "the bulk drained before the priority rows were written: no contention shown"
     assert max(latencies) <= 1.0, sorted(latencies)
+
+
+def test_a_stalled_destination_keeps_to_max_in_flight_and_leaves_the_window_to_others(workdir, database):
+    """A destination whose deliveries never get an outcome (the scripted peer holds them, as a broker whose
+    consumer stalls would) has at most its max_in_flight of 50 in flight; another destination's 2,000 rows all go
+    out meanwhile through the rest of the window, and the metrics show the limit holding the rest."""
+    peer = Peer(workdir, "--hold", "stalled")
+    port = free_port()
+    path = write_config(f"{workdir}/outboxd.yaml", database, peer,
+                        dispatch={"in_flight": 200, "shutdown_timeout_ms": 500},
+                        destinations=[{"name": "stalled", "max_in_flight": 50}],
+                        http={"listen": f"127.0.0.1:{port}"})
+    daemon = Daemon(path).start()
+    try:
+        bulk(database, "stalled", 1000)
+        bulk(database, "other", 2000)
+        wait_until(lambda: pending(database, "other") == 0, timeout=60, what="the other destination drained")
+        time.sleep(0.5)  # time for a 51st delivery, were the limit not kept
+        held = [d for d in peer.deliveries() if d["outcome"] == "held"]
+        accepted = [d for d in peer.deliveries() if d["outcome"] == "accepted"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            metrics = reply.read().decode()
+    finally:
+        code = daemon.stop()
+        peer.stop()
+    print(f"\nstalled: {len(held)} deliveries held by the peer; other: {len(accepted)} accepted")
+    assert len(held) == 50, len(held)
+    assert len(accepted) == 2000, len(accepted)
+    assert 'outboxd_destination_in_flight{destination="stalled"} 50' in metrics
+    assert 'outboxd_destination_policy{destination="stalled",setting="max_in_flight"} 50' in metrics
+    held_rows = [line for line in metrics.splitlines()
+                 if line.startswith('outboxd_destination_held_rows{destination="stalled",limit="in_flight"}')]
+    assert held_rows and float(held_rows[0].split()[-1]) > 0, held_rows
+    assert code == 0, daemon.log()[-5000:]
+    assert pending(database, "stalled") == 1000  # held, never accepted: nothing marked
+
+
+def test_status_shows_the_delivery_policy(workdir, database, broker):
+    """outboxd status names each destination's policy, the burst in effect included; --json gives it as data."""
+    path = write_config(f"{workdir}/outboxd.yaml", database, broker,
+                        destinations=[{"name": "payments", "priority": 10},
+                                      {"name": "partner-api", "max_rate": 200, "max_in_flight": 50}])
+    text = run_cli("status", "-c", path).stdout
+    assert "delivery policy (destinations:):" in text
+    assert "  payments: priority 10\n" in text
+    assert "  partner-api: max_rate 200/s (burst 20), max_in_flight 50\n" in text
+    report = json.loads(run_cli("status", "--json", "-c", path).stdout)
+    assert report["policy"] == [
+        {"destination": "payments", "priority": 10, "max_rate": 0, "burst": 0, "max_in_flight": 0},
+        {"destination": "partner-api", "priority": 0, "max_rate": 200, "burst": 20, "max_in_flight": 50}]

@@ -9,6 +9,9 @@ broker should send: 1 MiB long, invalid UTF-8, newlines and terminal escapes;
 --hostile-close gives the forced close the same description. Every delivery
 and its outcome is appended to a JSON-lines log so a test can check exactly
 what happened, with the client's container id and announced idle timeout.
+--hold ADDRESS never settles a delivery on a link to ADDRESS (logged as
+"held"): a destination whose consumer stalls, so that its deliveries wait
+for an outcome that does not come.
 
 Credit: --credit N per link, one more for each delivery settled. With
 --control FILE the peer reads FILE every 20 ms: "withhold" stops topping the
@@ -18,7 +21,7 @@ while withholding gets no credit until "grant".
 
 usage: amqp_peer.py --port P --log F [--reject ID[:N]] [--reject-hostile ID[:N]]
                     [--release ID[:N]] [--modify ID[:N]] [--close-after N] [--reject-all-of-session S]
-                    [--hostile-close] [--credit N] [--control FILE]
+                    [--hostile-close] [--credit N] [--control FILE] [--hold ADDRESS]
 """
 
 import argparse
@@ -106,6 +109,10 @@ class Peer(MessagingHandler):
         message, delivery = event.message, event.delivery
         self.deliveries += 1
         outcome = "accepted"
+        if self.args.hold and event.link.target.address == self.args.hold:
+            self.log.write(json.dumps({"t": time.time(), "id": message.id, "outcome": "held"}) + "\n")
+            event.link.flow(1)
+            return
         hostile = self.take(self.reject_hostile, message.id)
         if hostile:
             delivery.local.condition = Condition("amqp:precondition-failed", "replaced below")
@@ -174,6 +181,7 @@ def main():
     parser.add_argument("--hostile-close", action="store_true")
     parser.add_argument("--credit", type=int, default=1000)
     parser.add_argument("--control")
+    parser.add_argument("--hold", help="never settle deliveries to this address")
     args = parser.parse_args()
     Container(Peer(args)).run()
 

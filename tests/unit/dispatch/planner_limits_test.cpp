@@ -70,7 +70,7 @@ TEST_CASE("A priority class never reorders the rows of one session", "[dispatch]
   CHECK(f.take() == Ids{2});
 }
 
-TEST_CASE("A destination at its in-flight limit waits; the others take the rest of the window",
+TEST_CASE("A destination at its in-flight limit waits, and the others take the rest of the window",
           "[dispatch][planner][limits]") {
   auto policy = with_destination(test_policy(), "slow", in_flight_limit(2));
   policy.window = 5;
