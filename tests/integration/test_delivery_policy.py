@@ -11,8 +11,8 @@ import urllib.request
 
 import pytest
 
-from harness import (Broker, Consumer, Daemon, Peer, free_port, rabbitmqctl, run_cli, unique, wait_until,
-                     write_config)
+from harness import (Broker, Consumer, Daemon, Peer, free_port, pending_of, rabbitmqctl, run_cli, unique,
+                     wait_until, write_config)
 from tenant_copies import percentile
 
 # 100 sessions of the destination's own: a session spanning two destinations would hold the second's rows
@@ -25,11 +25,6 @@ BULK_SQL = ("INSERT INTO outbox.messages (message_id, destination, session_id, b
 @pytest.fixture
 def broker():
     return Broker("rabbitmq")
-
-
-def pending(database, destination):
-    return database.query("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
-                          (destination,))[0][0]
 
 
 def bulk(database, destination, rows):
@@ -49,7 +44,7 @@ def delete_queues(*names):
 def drain_seconds(database, destination, rows, timeout=300):
     """Seconds until the destination has no pending row left; the clock starts now."""
     began = time.monotonic()
-    wait_until(lambda: pending(database, destination) == 0, timeout=timeout, interval=0.1,
+    wait_until(lambda: pending_of(database, destination) == 0, timeout=timeout, interval=0.1,
                what=f"{rows} rows of {destination} drained")
     return time.monotonic() - began
 
@@ -97,7 +92,7 @@ def test_a_rate_limit_holds_beside_destinations_at_full_speed_and_a_reload_lifts
         write_config(path, database, broker)
         daemon.signal(signal.SIGHUP)
         wait_until(lambda: "reload: applied destinations" in daemon.log(), what="the reload applied")
-        left = pending(database, metered)
+        left = pending_of(database, metered)
         lifted_s = drain_seconds(database, metered, left, timeout=120)
         print(f"after the reload: {left} rows left drained in {lifted_s:.1f} s ({left / lifted_s:.0f} rows/s)")
         assert left / lifted_s > 4 * RATE, (left, lifted_s)
@@ -126,7 +121,7 @@ def test_a_priority_class_goes_ahead_of_a_bulk_of_a_lower_class(workdir, databas
     try:
         wait_until(lambda: "database connected" in daemon.log(), what="connected")
         bulk(database, backlog, BULK_ROWS)
-        wait_until(lambda: pending(database, backlog) < BULK_ROWS - 5000, timeout=60, what="the bulk under way")
+        wait_until(lambda: pending_of(database, backlog) < BULK_ROWS - 5000, timeout=60, what="the bulk under way")
         for i in range(40):
             with database.writer() as conn, conn.cursor() as cur:
                 cur.execute("INSERT INTO outbox.messages (message_id, destination, body) VALUES (%s, %s, 'x')",
@@ -134,7 +129,7 @@ def test_a_priority_class_goes_ahead_of_a_bulk_of_a_lower_class(workdir, databas
             committed[f"pay-{i}"] = time.time()
             consumer.receive(1, timeout=0.1)
         consumer.receive_all(list(committed), timeout=30)
-        left = pending(database, backlog)
+        left = pending_of(database, backlog)
     finally:
         consumer.close()
         code = daemon.stop(timeout=60)
@@ -165,7 +160,7 @@ def test_a_stalled_destination_keeps_to_max_in_flight_and_leaves_the_window_to_o
     try:
         bulk(database, "stalled", 1000)
         bulk(database, "other", 2000)
-        wait_until(lambda: pending(database, "other") == 0, timeout=60, what="the other destination drained")
+        wait_until(lambda: pending_of(database, "other") == 0, timeout=60, what="the other destination drained")
         time.sleep(0.5)  # time for a 51st delivery, were the limit not kept
         held = [d for d in peer.deliveries() if d["outcome"] == "held"]
         accepted = [d for d in peer.deliveries() if d["outcome"] == "accepted"]
@@ -183,7 +178,7 @@ def test_a_stalled_destination_keeps_to_max_in_flight_and_leaves_the_window_to_o
                  if line.startswith('outboxd_destination_held_rows{destination="stalled",limit="in_flight"}')]
     assert held_rows and float(held_rows[0].split()[-1]) > 0, held_rows
     assert code == 0, daemon.log()[-5000:]
-    assert pending(database, "stalled") == 1000  # held, never accepted: nothing marked
+    assert pending_of(database, "stalled") == 1000  # held, never accepted: nothing marked
 
 
 def test_status_shows_the_delivery_policy(workdir, database, broker):

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from harness import Broker, Consumer, Daemon, enqueue, unique, wait_until, write_config
+from harness import Broker, Consumer, Daemon, enqueue, pending_of, unique, wait_until, write_config
 
 BULK_SQL = ("INSERT INTO outbox.messages (message_id, destination, session_id, body) "
             "SELECT %s || i, %s, 's' || (i %% 100), convert_to(lpad(i::text, 200, 'x'), 'UTF8') "
@@ -14,11 +14,6 @@ BULK_SQL = ("INSERT INTO outbox.messages (message_id, destination, session_id, b
 @pytest.fixture
 def broker():
     return Broker("rabbitmq")
-
-
-def pending(database, destination):
-    return database.query("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
-                          (destination,))[0][0]
 
 
 def test_a_row_of_another_destination_overtakes_a_backlog(workdir, database, broker):
@@ -40,10 +35,10 @@ def test_a_row_of_another_destination_overtakes_a_backlog(workdir, database, bro
             paid = time.monotonic()
         [message] = consumer.receive(1, timeout=60)
         waited = time.monotonic() - paid
-        left = pending(database, bulk)
+        left = pending_of(database, bulk)
         assert message.id == "paid", message.id
         assert left > rows / 3, f"the payments row arrived after {waited:.2f} s, with only {left} bulk rows left"
-        wait_until(lambda: pending(database, bulk) == 0, timeout=240, what="the bulk drained")
+        wait_until(lambda: pending_of(database, bulk) == 0, timeout=240, what="the bulk drained")
         [ordered] = consumer.receive(1, timeout=30)
         assert ordered.id == "after-bulk-s7"
         assert consumer.quiet_for(0.5) == []

@@ -396,6 +396,12 @@ def enqueue(cur, destination, message_id, body, **columns):
     return cur.fetchone()[0]
 
 
+def pending_of(database, destination):
+    """Pending rows of one destination."""
+    return database.query("SELECT count(*) FROM outbox.messages WHERE destination = %s AND status = 'pending'",
+                          (destination,))[0][0]
+
+
 def wait_until(predicate, timeout=30.0, interval=0.05, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
