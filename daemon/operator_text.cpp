@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/safe_text.hpp"
+#include "dispatch/destination_policy.hpp"
 
 namespace outboxd::daemon {
 namespace {
@@ -94,6 +95,19 @@ nlohmann::json counts_json(const pg::DestinationStatus& s) {
 }
 
 }  // namespace
+
+nlohmann::json policy_json(const std::vector<config::DestinationEntry>& destinations) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& entry : destinations) {
+    const dispatch::DestinationPolicy policy{entry.priority, entry.max_rate, entry.burst, 0};
+    out.push_back({{"destination", entry.name},
+                   {"priority", entry.priority},
+                   {"max_rate", entry.max_rate},
+                   {"burst", entry.max_rate > 0 ? dispatch::effective_burst(policy) : 0.0},
+                   {"max_in_flight", entry.max_in_flight}});
+  }
+  return out;
+}
 
 nlohmann::json status_json(const pg::StatusReport& report) {
   nlohmann::json out{{"total", counts_json(report.total)}, {"destinations", nlohmann::json::object()}};

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/config.hpp"
 #include "core/safe_text.hpp"
 #include "pg/outbox_store.hpp"
 
@@ -43,6 +44,10 @@ std::string id_list(const std::vector<std::string>& ids);
 
 // `outboxd status --json` and the console's: {"total": {...}, "destinations": {name: {...}}}.
 nlohmann::json status_json(const pg::StatusReport& report);
+
+// destinations: as `outboxd status --json` and the console give it: [{destination, priority, max_rate, burst
+// (the burst in effect; 0 without max_rate), max_in_flight (0: none)}], in the file's order.
+nlohmann::json policy_json(const std::vector<config::DestinationEntry>& destinations);
 
 // Parses every document of a listing.
 std::vector<nlohmann::json> parsed(const std::vector<std::string>& documents);

@@ -45,7 +45,8 @@ void ConsoleApp::overview(const httplib::Request& request, httplib::Response& re
   const std::string& schema = site.config.outbox.schema;
   auto report = with_database(site, [&](pg::Connection& c) { return pg::OutboxStore(c, schema).status(); });
   if (!report) return failed(request, response, frame, report.error());
-  const nlohmann::json status = status_json(report.value());
+  nlohmann::json status = status_json(report.value());
+  status["policy"] = policy_json(site.config.destinations);
   send(request, response, status, [&] {
     std::lock_guard lock(site.mutex);
     return console::overview_page(frame, status, site.samples, monotonic_seconds());

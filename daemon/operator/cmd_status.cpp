@@ -13,7 +13,6 @@
 #include "daemon/commands.hpp"
 #include "daemon/config_loading.hpp"
 #include "daemon/operator_text.hpp"
-#include "dispatch/destination_policy.hpp"
 #include "pg/migrator.hpp"
 #include "pg/outbox_store.hpp"
 #include "pg/privileges.hpp"
@@ -51,20 +50,17 @@ core::Result<std::optional<StandbyLine>> standby_line(pg::OutboxStore& store, co
 struct OutboxStatus {
   pg::StatusReport report;
   std::optional<StandbyLine> standby;
-  std::vector<config::DestinationEntry> policy;  // destinations: of the daemon's file
+  nlohmann::json policy;  // policy_json() of the daemon's destinations:
 };
 
-// The burst in effect, its default included; 0 without a rate.
-double burst_of(const config::DestinationEntry& entry) {
-  return entry.max_rate > 0 ? dispatch::effective_burst({entry.priority, entry.max_rate, entry.burst, 0}) : 0.0;
-}
-
-// "priority 10, max_rate 200/s (burst 20), max_in_flight 50": what is set.
-std::string policy_text(const config::DestinationEntry& entry) {
+// "priority 10, max_rate 200/s (burst 20), max_in_flight 50": what is set, from policy_json().
+std::string policy_text(const nlohmann::json& item) {
   std::vector<std::string> parts;
-  if (entry.priority != 0) parts.push_back(fmt::format("priority {}", entry.priority));
-  if (entry.max_rate > 0) parts.push_back(fmt::format("max_rate {}/s (burst {})", entry.max_rate, burst_of(entry)));
-  if (entry.max_in_flight > 0) parts.push_back(fmt::format("max_in_flight {}", entry.max_in_flight));
+  if (item["priority"] != 0) parts.push_back(fmt::format("priority {}", item["priority"].get<int>()));
+  if (item["max_rate"] != 0) {
+    parts.push_back(fmt::format("max_rate {}/s (burst {})", item["max_rate"].get<double>(), item["burst"].get<double>()));
+  }
+  if (item["max_in_flight"] != 0) parts.push_back(fmt::format("max_in_flight {}", item["max_in_flight"].get<int>()));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -74,7 +70,7 @@ core::Result<OutboxStatus> read_status(pg::Connection& connection, const config:
   if (!report) return report.error();
   auto standby = standby_line(store, config.database.wait_for_standby);
   if (!standby) return standby.error();
-  return OutboxStatus{std::move(report).value(), std::move(standby).value(), config.destinations};
+  return OutboxStatus{std::move(report).value(), std::move(standby).value(), policy_json(config.destinations)};
 }
 
 nlohmann::json status_document(const OutboxStatus& status) {
@@ -83,15 +79,7 @@ nlohmann::json status_document(const OutboxStatus& status) {
     out["standby"] = {{"waits_for", line->waits_for}, {"reports", line->behind.has_value()},
                       {"behind_bytes", line->behind ? nlohmann::json(*line->behind) : nlohmann::json()}};
   }
-  nlohmann::json policy = nlohmann::json::array();
-  for (const auto& entry : status.policy) {
-    policy.push_back({{"destination", entry.name},
-                      {"priority", entry.priority},
-                      {"max_rate", entry.max_rate},
-                      {"burst", burst_of(entry)},
-                      {"max_in_flight", entry.max_in_flight}});
-  }
-  out["policy"] = std::move(policy);
+  out["policy"] = status.policy;
   return out;
 }
 
@@ -101,8 +89,9 @@ void print_status(const OutboxStatus& status) {
   for (const auto& d : status.report.destinations) print_row(d.destination, d);
   print_row("(total)", status.report.total);
   if (!status.policy.empty()) std::printf("delivery policy (destinations:):\n");
-  for (const auto& entry : status.policy) {
-    std::printf("  %s: %s\n", shown(entry.name, core::kSafeTextMaxBytes).c_str(), policy_text(entry).c_str());
+  for (const auto& item : status.policy) {
+    std::printf("  %s: %s\n", shown(item["destination"].get<std::string>(), core::kSafeTextMaxBytes).c_str(),
+                policy_text(item).c_str());
   }
   const auto& line = status.standby;
   if (line && line->behind) {

@@ -1,6 +1,8 @@
 // The login, overview, parked, audit and problem pages of the console.
 #include "console/pages.hpp"
 
+#include <cmath>
+
 #include "console/chart.hpp"
 #include "console/page_parts.hpp"
 
@@ -28,6 +30,23 @@ std::vector<Html> destination_row(const std::string& name, const nlohmann::json&
           cell(field(counts, "parked")),
           age.is_number() ? text(std::to_string(age.get<std::int64_t>() / 1000) + " s") : Html{"-"},
           line_chart("waiting, last hour", {samples.destination_backlog(name, now)}, samples.window(), 200, 50)};
+}
+
+// destinations: as policy_json() gives it: a row per destination named, "-" for a setting left out.
+Html policy_table(const nlohmann::json& policy) {
+  // Whole numbers without a fraction: 200, not 200.0.
+  const auto setting = [](const nlohmann::json& item, const char* key) {
+    const auto& value = field(item, key);
+    if (!value.is_number() || value.get<double>() == 0) return Html{"-"};
+    const double number = value.get<double>();
+    return number == std::floor(number) ? text(std::to_string(static_cast<long long>(number))) : cell(value);
+  };
+  std::vector<std::vector<Html>> rows;
+  for (const auto& item : policy) {
+    rows.push_back({cell(field(item, "destination"), 256), cell(field(item, "priority")), setting(item, "max_rate"),
+                    setting(item, "burst"), setting(item, "max_in_flight")});
+  }
+  return table({"destination", "priority", "max rows/s", "burst", "max in flight"}, rows);
 }
 
 std::string count_of(const nlohmann::json& counts, const char* key) {
@@ -72,6 +91,9 @@ std::string overview_page(const Frame& frame, const nlohmann::json& status, cons
                             " destinations owing the most rows are sampled; " + std::to_string(left_out) +
                             " more were left out of the latest sample, their charts have gaps"))
                    .markup;
+  }
+  if (const auto& policy = field(status, "policy"); policy.is_array() && !policy.empty()) {
+    content += "<h2>Delivery policy</h2>" + policy_table(policy).markup;
   }
   const auto& total = field(status, "total");
   content += element("p", "count", text("in all: " + count_of(total, "due") + " due, " + count_of(total, "scheduled") +

@@ -41,7 +41,7 @@ struct Frame {
 std::string login_page(std::string_view problem);
 
 // `status`: {"total": {...}, "destinations": {name: {pending, due, scheduled,
-// retrying, parked, oldest_pending_age_ms}}} as `outboxd status --json`.
+// retrying, parked, oldest_pending_age_ms}}, "policy": [...]} as `outboxd status --json`.
 std::string overview_page(const Frame& frame, const nlohmann::json& status, const SampleHistory& samples, double now);
 
 // `listing`: {"rows": [...], "matched": N} as `outboxd parked --json`.

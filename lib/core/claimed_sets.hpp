@@ -50,6 +50,9 @@ struct LaneRequest {
   // Instead of the id-order claim, not beside it: `skip` lists destinations
   // whose limits hold enough rows already, which no statement may read.
   bool only = false;
+  // The one statement sent, between the claims of a pass that reads a
+  // backlog: those claims read the rest (dispatch::RowBook::kLanesInterval).
+  bool alone = false;
 };
 
 // The claim's statements, sent in one pipeline: immediate rows in id order,

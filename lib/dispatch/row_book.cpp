@@ -39,6 +39,7 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
     request.beside_pass = true;
     request.limit = lanes_room(batch_size);
     request.lanes.only = true;
+    request.lanes.alone = true;
     request.lanes.limit = request.limit;
     request.lanes.per_lane = std::max<std::size_t>(1, request.limit / 2);
     request.lanes.after = pass_.lanes_after();
@@ -67,7 +68,12 @@ RowBook::ClaimRequest RowBook::claim_request(std::size_t batch_size, std::size_t
   // immediate claim leaves out a row whose session has an earlier pending row
   // that is not held (a late commit below the cursor), and the claim by
   // destination one whose session has an earlier unclaimed row elsewhere.
-  planner_.for_each_known([&](const HeldRow& held) { request.known.push_back(held.message.id); });
+  // Beside the pass, only rows of the destinations it reads: those are what it leaves out.
+  const auto& skip = request.lanes.skip;
+  planner_.for_each_known([&](const HeldRow& held) {
+    if (request.beside_pass && std::find(skip.begin(), skip.end(), held.message.destination) != skip.end()) return;
+    request.known.push_back(held.message.id);
+  });
   return request;
 }
 

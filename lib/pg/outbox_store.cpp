@@ -261,6 +261,12 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
   // The horizon first: its snapshot must be no later than the claims'.
   const std::string names[] = {prefix_ + "claim_horizon", prefix_ + "claim_immediate", prefix_ + "claim_scheduled",
                                prefix_ + "time_to_next_due", prefix_ + "claim_lanes"};
+  const Connection::PreparedCall lanes_call{names[4],
+                                            {set, std::to_string(lanes.limit), known_ids, inline_limit,
+                                             text_array_literal(lanes.skip), lanes.after,
+                                             std::to_string(lanes.per_lane)},
+                                            ResultFormat::binary};
+  if (lanes.alone) return claim_lanes_alone(lanes_call, bytes, max_payload, budget);
   std::vector<Connection::PreparedCall> statements{
       {names[0], {table_}},
       {names[1],
@@ -269,12 +275,7 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
        ResultFormat::binary},
       {names[2], {set, count, known_ids, inline_limit}, ResultFormat::binary},
       {names[3], {set}}};
-  if (lanes.limit > 0) {
-    statements.push_back({names[4],
-                          {set, std::to_string(lanes.limit), known_ids, inline_limit,
-                           text_array_literal(lanes.skip), lanes.after, std::to_string(lanes.per_lane)},
-                          ResultFormat::binary});
-  }
+  if (lanes.limit > 0) statements.push_back(lanes_call);
   auto results = connection_.exec_prepared_pipeline(statements);
   if (!results) return in_context("claiming rows", results.error());
   core::ClaimedSets sets;
@@ -293,6 +294,19 @@ core::Result<core::ClaimedSets> OutboxStore::claim(const std::vector<int>& parti
     sets.*set_of = decode(std::move(results.value()[index]), order, bytes.max_message, large.value());
   }
   sets.next_due = wait_of(results.value()[3]);
+  return sets;
+}
+
+core::Result<core::ClaimedSets> OutboxStore::claim_lanes_alone(const Connection::PreparedCall& call,
+                                                               const core::ClaimBytes& bytes, std::int64_t max_payload,
+                                                               std::int64_t budget) {
+  auto results = connection_.exec_prepared_pipeline({call});
+  if (!results) return in_context("claiming rows by destination", results.error());
+  const auto order = claim_order(results.value()[0], false);
+  auto large = read_large_rows(connection_, prefix_ + "payloads", results.value()[0], order, max_payload, budget);
+  if (!large) return large.error();
+  core::ClaimedSets sets;
+  sets.lanes = decode(std::move(results.value()[0]), order, bytes.max_message, large.value());
   return sets;
 }
 

@@ -207,6 +207,9 @@ class OutboxStore {
 
  private:
   core::Result<Rows> run(std::string_view name, const Params& params, ResultFormat format = ResultFormat::text);
+  // claim() with LaneRequest::alone: the claim by destination, its one statement.
+  core::Result<core::ClaimedSets> claim_lanes_alone(const Connection::PreparedCall& call, const core::ClaimBytes& bytes,
+                                                    std::int64_t max_payload, std::int64_t budget);
   core::Status notify();
   // The rows changed by one of own_write()'s statements; its transaction id
   // is noted on the connection (Connection::note_own_transaction).

@@ -72,6 +72,25 @@ TEST_CASE("the claim by destination reads the first rows of each destination but
     REQUIRE(next.ok());
     CHECK(message_ids(next.value().lanes) == std::vector<std::string>{"a1", "c1", "p2", "p3"});
   }
+  SECTION("alone, instead of the id-order claim: its statement only, and held-back destinations left out") {
+    auto request = lanes(10, 2, "", {"bulk", "payments"});
+    request.only = true;
+    request.alone = true;
+    auto alone = store.claim(all_partitions(), 2, 0, {}, {}, request);
+    REQUIRE(alone.ok());
+    CHECK(alone.value().immediate.rows.empty());
+    CHECK(alone.value().scheduled.rows.empty());
+    CHECK(alone.value().horizon.empty());
+    CHECK(message_ids(alone.value().lanes) == std::vector<std::string>{"a1", "c1"});
+  }
+  SECTION("instead of the id-order claim, with the others: no immediate row, the destinations held back left out") {
+    auto request = lanes(10, 2, "", {"payments"});
+    request.only = true;
+    auto held = store.claim(all_partitions(), 2, 0, {}, {}, request);
+    REQUIRE(held.ok());
+    CHECK(held.value().immediate.rows.empty());
+    CHECK(message_ids(held.value().lanes) == std::vector<std::string>{"a1", "b1", "b2", "c1"});
+  }
   SECTION("not asked for, the claim runs its three statements") {
     auto plain = store.claim(all_partitions(), 2);
     REQUIRE(plain.ok());

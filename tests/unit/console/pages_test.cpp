@@ -139,3 +139,20 @@ TEST_CASE("Past 50 destinations the samples keep those owing the most rows, and 
   const json status = {{"destinations", json::object()}, {"total", json::object()}};
   CHECK(contains(overview_page(kFrame, status, history, 0), "13 more were left out"));
 }
+
+TEST_CASE("The overview shows each destination's delivery policy, escaped, '-' for what is not set", "[console]") {
+  SampleHistory history(3600);
+  const json status = {{"destinations", json::object()},
+                       {"total", json::object()},
+                       {"policy", json::array({{{"destination", "<b>pay</b>"}, {"priority", 10}, {"max_rate", 0},
+                                                {"burst", 0}, {"max_in_flight", 0}},
+                                               {{"destination", "partner"}, {"priority", 0}, {"max_rate", 200.0},
+                                                {"burst", 20.0}, {"max_in_flight", 50}}})}};
+  const std::string page = overview_page(kFrame, status, history, 0);
+  CHECK(contains(page, "<h2>Delivery policy</h2>"));
+  CHECK(contains(page, "<td>&lt;b&gt;pay&lt;/b&gt;</td><td>10</td><td>-</td><td>-</td><td>-</td>"));
+  CHECK(contains(page, "<td>partner</td><td>0</td><td>200</td><td>20</td><td>50</td>"));
+  CHECK_FALSE(contains(page, "<b>pay"));
+  const json without = {{"destinations", json::object()}, {"total", json::object()}, {"policy", json::array()}};
+  CHECK_FALSE(contains(overview_page(kFrame, without, history, 0), "Delivery policy"));
+}

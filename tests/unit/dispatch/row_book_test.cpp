@@ -306,6 +306,8 @@ TEST_CASE("RowBook: while a backlog fills the room, a small claim by destination
   CHECK(request.limit == 2);  // an eighth of the batch, beyond max_buffered
   CHECK(request.after_id == 16);
   CHECK(request.lanes.skip == std::vector<std::string>{"bulk"});
+  CHECK(request.lanes.alone);
+  CHECK(request.known.empty());  // the bulk's rows held are not what it reads
   core::ClaimedSets lanes;
   lanes.lanes = immediate({message(40)});
   lanes.lanes.rows[0].destination = "payments";
@@ -318,7 +320,9 @@ TEST_CASE("RowBook: while a backlog fills the room, a small claim by destination
   CHECK(*book.next_lanes_claim(16) == clock.now() + RowBook::kLanesInterval);
   clock.advance(RowBook::kLanesInterval);
   CHECK(book.room_for_claim(16));
-  CHECK(book.claim_request(16).limit == 1);  // one row of the extra eighth is taken
+  request = book.claim_request(16);
+  CHECK(request.limit == 1);  // one row of the extra eighth is taken
+  CHECK(request.known == Ids{40});
 }
 
 }  // namespace outboxd::dispatch::test
