@@ -144,8 +144,11 @@ def test_artemis_drops_every_row_100_kills_publish_again(workdir, database, arte
     rows, sessions, kills = 60000, 200, 100
     queue = unique("kill9dedup")
     consumer = Consumer(artemis, queue, credit=2000)
+    # Short leases: a process killed before it took its partitions back leaves them to the next for a lease
+    # time, which a default lease would make 30 s of a run without rows flowing.
     path = write_config(f"{workdir}/outboxd.yaml", database, artemis, dispatch={"in_flight": WINDOW},
-                        leases={"instance_id": "kill9-dedup-host"})
+                        leases={"instance_id": "kill9-dedup-host", "lease_ttl_ms": 3000, "renew_interval_ms": 1000,
+                                "safety_margin_ms": 1000})
     fill(database, queue, rows, sessions)
     rng = random.Random(int(os.environ.get("OUTBOXD_TEST_SEED", "13")))
     daemon = Daemon(path)
@@ -155,7 +158,7 @@ def test_artemis_drops_every_row_100_kills_publish_again(workdir, database, arte
             before = pending(database)
             daemon.start()
             # Killed while rows flow: once this run's first rows are marked, at a random moment after.
-            wait_until(lambda: pending(database) < before, timeout=30, interval=0.02, what="rows flowing")
+            wait_until(lambda: pending(database) < before, timeout=60, interval=0.02, what="rows flowing")
             time.sleep(rng.uniform(0, 0.1))
             daemon.kill()
             drain(consumer, quiet=0.1)
