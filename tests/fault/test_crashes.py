@@ -158,7 +158,10 @@ def test_artemis_drops_every_row_100_kills_publish_again(workdir, database, arte
             before = pending(database)
             daemon.start()
             # Killed while rows flow: once this run's first rows are marked, at a random moment after.
-            wait_until(lambda: pending(database) < before, timeout=60, interval=0.02, what="rows flowing")
+            try:
+                wait_until(lambda: pending(database) < before, timeout=60, interval=0.02, what="rows flowing")
+            except AssertionError as stalled:
+                raise AssertionError(f"after {mid_run} kills: {stalled}\n{daemon.log()[-4000:]}") from None
             time.sleep(rng.uniform(0, 0.1))
             daemon.kill()
             drain(consumer, quiet=0.1)
