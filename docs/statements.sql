@@ -51,7 +51,7 @@ WITH c AS MATERIALIZED (
         AND l.writer IS NOT DISTINCT FROM s.writer
         AND l.id <= $3
         AND l.status = 'pending'
-        AND NOT (l.due_at > l.created_at)
+        AND l.due_at - l.created_at <= interval '0'
         AND l.id NOT IN (
           SELECT unnest($4::bigint[])) OFFSET 0))
   SELECT m.id, m.message_id, m.destination, m.session_id,
