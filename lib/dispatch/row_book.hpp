@@ -35,7 +35,7 @@ class RowBook {
   // beyond max_buffered) runs this often, so that a row of another
   // destination is not held up until the backlog's rows went out: writers
   // do not NOTIFY while a pass reads a backlog.
-  static constexpr std::chrono::milliseconds kLanesInterval{50};
+  static constexpr std::chrono::milliseconds kLanesInterval{25};
 
   void set_policy(PlannerPolicy policy) { planner_.set_policy(std::move(policy)); }
   std::vector<DestinationState> configured_destinations() const { return planner_.configured_destinations(); }

@@ -107,11 +107,12 @@ def test_a_rate_limit_holds_beside_destinations_at_full_speed_and_a_reload_lifts
 
 
 BULK_ROWS = 200_000
+PRIORITY_ROWS = 100  # p99 of 100 is the second slowest: one hiccup of a shared machine is not the figure
 
 
 def test_a_priority_class_goes_ahead_of_a_bulk_of_a_lower_class(workdir, database, broker):
-    """Behind a 200,000-row bulk of class 0, rows of a destination of class 10 go out while the bulk drains, each
-    within a second of its commit (p50 and p99 printed: docs/performance.md)."""
+    """Behind a 200,000-row bulk of class 0, rows of a destination of class 10 go out while the bulk drains: p99
+    commit to consumer within 100 ms (p50 and p99 printed: docs/performance.md)."""
     payments, backlog = unique("payments"), unique("bulk")
     path = write_config(f"{workdir}/outboxd.yaml", database, broker,
                         destinations=[{"name": payments, "priority": 10}])
@@ -122,7 +123,7 @@ def test_a_priority_class_goes_ahead_of_a_bulk_of_a_lower_class(workdir, databas
         wait_until(lambda: "database connected" in daemon.log(), what="connected")
         bulk(database, backlog, BULK_ROWS)
         wait_until(lambda: pending_of(database, backlog) < BULK_ROWS - 5000, timeout=60, what="the bulk under way")
-        for i in range(40):
+        for i in range(PRIORITY_ROWS):
             with database.writer() as conn, conn.cursor() as cur:
                 cur.execute("INSERT INTO outbox.messages (message_id, destination, body) VALUES (%s, %s, 'x')",
                             (f"pay-{i}", payments))
@@ -143,7 +144,7 @@ def test_a_priority_class_goes_ahead_of_a_bulk_of_a_lower_class(workdir, databas
     assert code == 0, daemon.log()[-5000:]
     assert len(latencies) == len(committed)
     assert left > 0, "the bulk drained before the priority rows were written: no contention shown"
-    assert max(latencies) <= 1.0, sorted(latencies)
+    assert percentile(latencies, 99) <= 0.1, sorted(latencies)
 
 
 def test_a_stalled_destination_keeps_to_max_in_flight_and_leaves_the_window_to_others(workdir, database):
