@@ -20,6 +20,12 @@ core::OutboxMessage message(core::RowId id, std::optional<std::string> session =
   return m;
 }
 
+core::OutboxMessage message_to(std::string destination, core::RowId id) {
+  auto m = message(id);
+  m.destination = std::move(destination);
+  return m;
+}
+
 core::OutboxMessage timeout(core::RowId id, std::optional<std::string> session = std::nullopt) {
   auto m = message(id, std::move(session));
   m.due_at = std::chrono::system_clock::time_point(std::chrono::hours(1));
@@ -44,9 +50,11 @@ Ids ids_of(const std::vector<core::OutboxMessage>& rows) {
 }
 
 struct BookFixture {
+  explicit BookFixture(PlannerPolicy policy = test_policy()) : book(std::move(policy), clock, random) {}
+
   core::ManualClock clock;
   core::FixedRandom random{0.5};
-  RowBook book{test_policy(), clock, random};
+  RowBook book;
 
   RowBook::Claimed claim(core::ClaimedSets sets, std::size_t batch = 10) {
     const auto request = book.claim_request(batch);
@@ -225,17 +233,13 @@ namespace outboxd::dispatch::test {
 
 TEST_CASE("RowBook: while a limited destination holds enough rows, the claim reads the others by destination alone",
           "[dispatch][row_book][limits]") {
-  core::ManualClock clock;
-  core::FixedRandom random{0.5};
   auto policy = test_policy();
   policy.max_buffered = 16;  // limited_buffer() is 2
   policy.destinations["slow"].max_in_flight = 1;
-  RowBook book(policy, clock, random);
-  auto slow = [](core::RowId id) {
-    auto m = message(id);
-    m.destination = "slow";
-    return m;
-  };
+  BookFixture f(policy);
+  auto& clock = f.clock;
+  auto& book = f.book;
+  auto slow = [](core::RowId id) { return message_to("slow", id); };
   core::ClaimedSets first;
   first.immediate = immediate({slow(1), slow(2), slow(3)});
   auto request = book.claim_request(10);
@@ -250,8 +254,7 @@ TEST_CASE("RowBook: while a limited destination holds enough rows, the claim rea
   // A full claim by destination goes on after its last destination; a short
   // one from there looks once more from the first.
   core::ClaimedSets full;
-  full.lanes = immediate({message(4), message(5)});
-  full.lanes.rows[0].destination = full.lanes.rows[1].destination = "fast";
+  full.lanes = immediate({message_to("fast", 4), message_to("fast", 5)});
   request.lanes.limit = 2;
   CHECK(book.on_claim(std::move(full), request, clock.now()).more);
   request = book.claim_request(10);
@@ -277,23 +280,16 @@ TEST_CASE("RowBook: while a limited destination holds enough rows, the claim rea
   CHECK(book.claim_may_find_rows());
 }
 
-}  // namespace outboxd::dispatch::test
-
-namespace outboxd::dispatch::test {
-
 TEST_CASE("RowBook: while a backlog fills the room, a small claim by destination runs beside the pass now and then",
           "[dispatch][row_book][limits]") {
-  core::ManualClock clock;
-  core::FixedRandom random{0.5};
   auto policy = test_policy();
   policy.max_buffered = 16;
   policy.window = 1;
-  RowBook book(policy, clock, random);
+  BookFixture f(policy);
+  auto& clock = f.clock;
+  auto& book = f.book;
   std::vector<core::OutboxMessage> backlog;
-  for (core::RowId id = 1; id <= 16; ++id) {
-    backlog.push_back(message(id));
-    backlog.back().destination = "bulk";
-  }
+  for (core::RowId id = 1; id <= 16; ++id) backlog.push_back(message_to("bulk", id));
   core::ClaimedSets first;
   first.immediate = immediate(std::move(backlog));
   auto request = book.claim_request(16);
@@ -309,8 +305,7 @@ TEST_CASE("RowBook: while a backlog fills the room, a small claim by destination
   CHECK(request.lanes.alone);
   CHECK(request.known.empty());  // the bulk's rows held are not what it reads
   core::ClaimedSets lanes;
-  lanes.lanes = immediate({message(40)});
-  lanes.lanes.rows[0].destination = "payments";
+  lanes.lanes = immediate({message_to("payments", 40)});
   CHECK(book.on_claim(std::move(lanes), request, clock.now()).added == 1);
   // The pass is where it was, and the next claim beside it waits kLanesInterval.
   CHECK(book.claim_request(16).after_id == 16);
