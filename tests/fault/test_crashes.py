@@ -144,7 +144,8 @@ def test_artemis_drops_every_row_100_kills_publish_again(workdir, database, arte
     """Artemis' duplicate detection (the artemis profile's _AMQ_DUPL_ID) against 100 kill -9 of the daemon, each
     while rows flow: every row arrives once, none lost, sessions in order. The default id-cache-size (20,000) is
     above what a kill can make the daemon publish again (in_flight + 2 * batch_size = 2,500 here)."""
-    rows, sessions, kills = 60000, 200, 100
+    # Enough rows that the last kills still land while rows flow: a run drains about 700 rows between kills.
+    rows, sessions, kills = 120000, 200, 100
     queue = unique("kill9dedup")
     consumer = Consumer(artemis, queue, credit=2000)
     # Short leases: a process killed before it took its partitions back leaves them to the next for a lease
