@@ -137,9 +137,6 @@ def artemis():
     return Broker("artemis")
 
 
-@pytest.mark.skipif(not os.environ.get("OUTBOXD_TEST_ARTEMIS_KILLS"),
-                    reason="in fresh-clone runs a restarted daemon moved no row for 60 s (cause not found); "
-                           "set OUTBOXD_TEST_ARTEMIS_KILLS=1 to run it")
 def test_artemis_drops_every_row_100_kills_publish_again(workdir, database, artemis):
     """Artemis' duplicate detection (the artemis profile's _AMQ_DUPL_ID) against 100 kill -9 of the daemon, each
     while rows flow: every row arrives once, none lost, sessions in order. The default id-cache-size (20,000) is
