@@ -101,14 +101,14 @@ SELECT is_empty($$
 -- Hot-path exceptions: text_ok(), headers_suspect(), address_or_reserved() and
 -- beyond_latin1() have SQL-standard bodies, bound at creation (and inlinable
 -- because they have no SET); the partition trigger qualifies every name;
--- workflow_states() reads the workflow schema first.
+-- workflow_states() and conversation_states() read the workflow schema first.
 SELECT results_eq($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace = 'outbox'::regnamespace
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path=outbox, pg_catalog, pg_temp']
    ORDER BY 1$$,
-  $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.beyond_latin1(text)'), ('outbox.headers_suspect(jsonb)'),
-           ('outbox.messages_set_partition()'),
+  $$VALUES ('outbox.address_or_reserved(text)'), ('outbox.beyond_latin1(text)'), ('outbox.conversation_states(text)'),
+           ('outbox.headers_suspect(jsonb)'), ('outbox.messages_set_partition()'),
            ('outbox.text_ok(text,integer)'), ('outbox.workflow_states(text)')$$,
   'every other outbox function pins search_path to outbox, pg_catalog, pg_temp');
 SELECT ok((SELECT prosqlbody IS NOT NULL FROM pg_proc WHERE oid = 'outbox.text_ok(text,integer)'::regprocedure),
@@ -123,6 +123,7 @@ SELECT results_eq($$
    WHERE p.pronamespace IN ('outbox'::regnamespace, 'workflow'::regnamespace) AND p.prosecdef
    ORDER BY 1$$,
   $$VALUES ('outbox.cancel(text)'),
+           ('outbox.conversation_states(text)'),
            ('outbox.delete_accepted(bigint[],text)'),
            ('outbox.deregister_instance(text)'),
            ('outbox.enqueue(text,text,bytea,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
@@ -130,6 +131,7 @@ SELECT results_eq($$
            ('outbox.enqueue(text,text,text,text,text,text,text,text,text,jsonb,interval,text,timestamp with time zone)'),
            ('outbox.fire_scheduled(text,text,text,text)'),
            ('outbox.forget_silent_instances(text,interval)'),
+           ('outbox.message_receipts(text,text)'),
            ('outbox.messages_set_partition()'),
            ('outbox.notify_wakeup()'),
            ('outbox.purge_cancelled(interval,integer)'),
@@ -147,7 +149,7 @@ SELECT results_eq($$
            ('workflow.purge_processed(interval,integer)'),
            ('workflow.remove(text)')$$,
   'security definer: exactly enqueue, cancel, reschedule, the operator''s functions, which write row_events, '
-  'workflow_states(), standby_position() and refresh_statistics(), the purges and remove(), which delete what writers may not, '
+  'workflow_states(), conversation_states(), message_receipts(), standby_position() and refresh_statistics(), the purges and remove(), which delete what writers may not, '
   'the dispatcher''s deletes, which take no DELETE grant, and the triggers that look for an idle instance, record a status change or read what writers may not');
 SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
@@ -173,7 +175,8 @@ SELECT set_eq($$
            ('outbox.purge_row_events', 'integer'), ('outbox.workflow_states', 'record'), ('outbox.fire_scheduled', 'text'),
            ('outbox.standby_position', 'record'), ('outbox.delete_accepted', 'bigint'),
            ('outbox.purge_dispatched', 'bigint'), ('outbox.purge_cancelled', 'bigint'),
-           ('outbox.deregister_instance', 'boolean'), ('outbox.forget_silent_instances', 'bigint')$$,
+           ('outbox.deregister_instance', 'boolean'), ('outbox.forget_silent_instances', 'bigint'),
+           ('outbox.conversation_states', 'record'), ('outbox.message_receipts', 'record')$$,
   'the API functions and their return types, as the Reference of docs/sql.md lists them');
 
 SELECT * FROM finish();

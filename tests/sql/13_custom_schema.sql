@@ -44,7 +44,7 @@ SELECT is_empty($$
   SELECT p.oid::regprocedure::text FROM pg_proc p
    WHERE p.pronamespace = '"Billing Outbox"'::regnamespace
      AND p.proname NOT IN ('messages_set_partition', 'text_ok', 'address_or_reserved', 'beyond_latin1', 'headers_suspect',
-                           'workflow_states')
+                           'workflow_states', 'conversation_states')
      AND NOT coalesce(p.proconfig, '{}') @> ARRAY['search_path="Billing Outbox", pg_catalog, pg_temp']$$,
   'outbox functions pin the quoted schema');
 SELECT is_empty($$
