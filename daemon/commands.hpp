@@ -1,6 +1,7 @@
 // The CLI commands, one function each; the return value is the process exit code.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,15 @@ struct ReplayOptions {
   bool yes = false;
 };
 
+// `outboxd timeline`: one session's rows, or one conversation's (--correlation).
+struct TimelineOptions {
+  std::string session_id;
+  std::string correlation_id;
+  int limit = 1000;
+  std::int64_t before = 0;  // a conversation's rows below this id (0: the newest)
+  bool json = false;
+};
+
 int cmd_version();
 int cmd_check_config(const std::string& path);
 // With many outboxes and no --outbox, migrate and status go through every one.
@@ -58,7 +68,7 @@ int cmd_skip(const ConfigChoice& choice, const AdminTarget& target);
 int cmd_fire(const ConfigChoice& choice, const AdminTarget& target);
 int cmd_parked(const ConfigChoice& choice, const ParkedOptions& options);
 int cmd_show(const ConfigChoice& choice, const std::string& message_id, const std::string& writer, bool json);
-int cmd_timeline(const ConfigChoice& choice, const std::string& session_id, int limit, bool json);
+int cmd_timeline(const ConfigChoice& choice, const TimelineOptions& options);
 int cmd_replay(const ConfigChoice& choice, const ReplayOptions& options);
 int cmd_run(const std::string& path);
 int cmd_healthcheck(const std::string& path);

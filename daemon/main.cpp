@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,8 +25,7 @@ struct Options {
   ReplayOptions replay;
   std::string message_id;
   std::string writer;  // of `show`
-  std::string session_id;
-  int timeline_limit = 1000;
+  TimelineOptions timeline;
   std::string console_listen;
 };
 
@@ -74,12 +75,21 @@ void one_row(CLI::App& cmd, Options& options) {
   json_flag(cmd, options);
 }
 
-void one_session(CLI::App& cmd, Options& options) {
-  cmd.add_option("session", options.session_id, "the session id")->required();
-  cmd.add_option("--limit", options.timeline_limit, "at most this many rows")
+// A session, or a conversation: one of the two.
+void timeline_options(CLI::App& cmd, Options& options) {
+  auto& o = options.timeline;
+  auto* subject = cmd.add_option_group("subject", "a session id or --correlation, one of them");
+  subject->add_option("session", o.session_id, "the session id");
+  subject->add_option("--correlation", o.correlation_id,
+                      "the conversation of this correlation id instead: its rows across sessions and destinations, "
+                      "their events and inbox receipts, its workflow state records");
+  subject->require_option(1);
+  cmd.add_option("--limit", o.limit, "at most this many rows (of a conversation: the newest)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  json_flag(cmd, options);
+  cmd.add_option("--before", o.before, "with --correlation: the rows below this row id (the \"more\" of a page)")
+      ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+  cmd.add_flag("--json", o.json, "machine-readable output");
 }
 
 void replay_selection(CLI::App& cmd, Options& options) {
@@ -141,8 +151,8 @@ constexpr std::array kCommands{
             [](const Options& o) { return cmd_parked(choice(o), o.parked); }},
     Command{"show", "one row's whole state and history", one_row, kOutbox,
             [](const Options& o) { return cmd_show(choice(o), o.message_id, o.writer, o.json); }},
-    Command{"timeline", "every row of a session in order, and its workflow state", one_session, kOutbox,
-            [](const Options& o) { return cmd_timeline(choice(o), o.session_id, o.timeline_limit, o.json); }},
+    Command{"timeline", "every row of a session, or of a conversation (--correlation), in order, and its workflow state",
+            timeline_options, kOutbox, [](const Options& o) { return cmd_timeline(choice(o), o.timeline); }},
     Command{"replay", "send dispatched rows again (retention keep), same message ids, in order", replay_selection,
             kOutbox, [](const Options& o) { return cmd_replay(choice(o), o.replay); }},
     Command{"console", "serve the operators' web view: backlog, parked rows, timelines, audit trail",

@@ -196,6 +196,8 @@ void ConsoleApp::add_routes(httplib::Server& routes) {
   routes.Get(at + R"(/(api/)?parked)", bind(&ConsoleApp::parked));
   routes.Get(at + R"(/(api/)?rows/(.+))", bind(&ConsoleApp::row));
   routes.Get(at + R"(/(api/)?sessions/(.+))", bind(&ConsoleApp::session));
+  routes.Get(at + R"(/(api/)?conversations/(.+))", bind(&ConsoleApp::conversation));
+  routes.Get(at + R"(/search)", bind(&ConsoleApp::search));
   routes.Get(at + R"(/(api/)?audit)", bind(&ConsoleApp::audit));
   routes.Post(at + R"(/(api/)?(parked|sessions)/(.+)/(requeue|skip))", bind(&ConsoleApp::act));
 }

@@ -94,6 +94,10 @@ class ConsoleApp {
   void row(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
   void session(const httplib::Request& request, httplib::Response& response, const Caller& caller,
                OutboxSite& site);
+  void conversation(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+               OutboxSite& site);
+  void search(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+               OutboxSite& site);
   void audit(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
   void act(const httplib::Request& request, httplib::Response& response, const Caller& caller, OutboxSite& site);
 

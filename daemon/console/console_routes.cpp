@@ -1,7 +1,11 @@
 // `outboxd console`'s pages and actions: each reads through the operator views or acts through the operator functions.
+#include <charconv>
+
 #include <spdlog/spdlog.h>
 
+#include "console/conversation.hpp"
 #include "console/html.hpp"
+#include "console/page_parts.hpp"
 #include "console/pages.hpp"
 #include "daemon/console/console_app.hpp"
 #include "daemon/operator_text.hpp"
@@ -115,6 +119,50 @@ void ConsoleApp::session(const httplib::Request& request, httplib::Response& res
                                 {"limit", kTimelineRows},
                                 {"workflow_states", parsed(timeline.value().workflow_states)}};
   send(request, response, document, [&] { return console::session_page(frame, session_id, document); });
+}
+
+// The newest kTimelineRows rows of a conversation, or those below ?before=.
+void ConsoleApp::conversation(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                              OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
+  const std::string correlation_id = part(request, 2);
+  std::int64_t before = 0;
+  if (const auto asked = request.get_param_value("before"); !asked.empty()) {
+    const auto [end, problem] = std::from_chars(asked.data(), asked.data() + asked.size(), before);
+    if (problem != std::errc() || end != asked.data() + asked.size() || before < 1) {
+      return failed(request, response, frame, {core::ErrorKind::rejected, "before: not a row id: " + asked});
+    }
+  }
+  auto read = with_database(site, [&](pg::Connection& c) {
+    return pg::OperatorViews(c, site.config.outbox.schema).conversation(correlation_id, kTimelineRows, before);
+  });
+  if (!read) return failed(request, response, frame, read.error());
+  const nlohmann::json rows = parsed(read.value().rows);
+  const nlohmann::json document{{"correlation_id", correlation_id},
+                                {"rows", rows},
+                                {"more", read.value().more},
+                                {"limit", kTimelineRows},
+                                {"workflow_states", parsed(read.value().workflow_states)}};
+  if (rows.empty() && document["workflow_states"].empty()) response.status = 404;
+  send(request, response, document, [&] { return console::conversation_page(frame, correlation_id, document); });
+}
+
+// The overview's search box: to the row, the conversation or the session the id names.
+void ConsoleApp::search(const httplib::Request& request, httplib::Response& response, const Caller& caller,
+                        OutboxSite& site) {
+  const console::Frame frame = frame_of(caller, site);
+  const std::string id = request.get_param_value("q");
+  if (id.empty()) return response.set_redirect(site.base + "/", 303);
+  auto kind = with_database(site, [&](pg::Connection& c) { return pg::OperatorViews(c, site.config.outbox.schema).kind_of(id); });
+  if (!kind) return failed(request, response, frame, kind.error());
+  switch (kind.value()) {
+    case pg::OperatorViews::IdKind::message:
+      return response.set_redirect(console::row_path(site.base, id, ""), 303);
+    case pg::OperatorViews::IdKind::conversation:
+      return response.set_redirect(site.base + "/conversations/" + console::url_segment(id), 303);
+    case pg::OperatorViews::IdKind::session:
+      return response.set_redirect(site.base + "/sessions/" + console::url_segment(id), 303);
+  }
 }
 
 void ConsoleApp::audit(const httplib::Request& request, httplib::Response& response, const Caller& caller,

@@ -1,8 +1,10 @@
-// `outboxd timeline SESSION`: every row of a session in id order, with its lineage and the workflow state behind it.
+// `outboxd timeline SESSION`: every row of a session in id order, with its lineage and the workflow state behind it;
+// `--correlation ID`: a conversation's rows, events and receipts in time order, and its workflow state.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "console/conversation.hpp"
 #include "daemon/operator/operator_command.hpp"
 #include "daemon/commands.hpp"
 #include "daemon/operator_text.hpp"
@@ -40,28 +42,70 @@ void print_workflows(const std::vector<nlohmann::json>& states) {
   print_table({"workflow", "kind", "status", "version", "correlation", "timeout", "timeout due", "updated"}, lines);
 }
 
+// A conversation's rows, events and receipts in one time-ordered list.
+void print_conversation(const nlohmann::json& rows) {
+  std::vector<std::vector<std::string>> lines;
+  for (const auto& entry : console::conversation_entries(rows)) {
+    const auto& row = rows[entry.row];
+    lines.push_back({shown(console::instant(entry.at)), cell(row["message_id"]), entry.what, shown(entry.detail),
+                     shown(entry.who)});
+  }
+  print_table({"time", "message id", "what", "detail", "who"}, lines);
+}
+
+int session_timeline(OperatorCommand& s, const TimelineOptions& options) {
+  pg::OperatorViews views(s.connection, s.config.outbox.schema);
+  auto timeline = views.timeline(options.session_id, options.limit);
+  if (!timeline) return s.failed(timeline.error());
+  const auto rows = parsed(timeline.value().rows.rows);
+  const auto states = parsed(timeline.value().workflow_states);
+  const auto matched = timeline.value().rows.matched;
+  if (options.json) {
+    print_json({{"session_id", options.session_id},
+                {"rows", rows},
+                {"matched", matched},
+                {"limit", options.limit},
+                {"workflow_states", states}});
+  } else {
+    std::cout << "session " << cell(options.session_id, 200) << '\n';
+    print_rows(rows, matched);
+    print_workflows(states);
+  }
+  return rows.empty() && states.empty() ? kExitFailure : kExitOk;
+}
+
+int conversation_timeline(OperatorCommand& s, const TimelineOptions& options) {
+  pg::OperatorViews views(s.connection, s.config.outbox.schema);
+  auto conversation = views.conversation(options.correlation_id, options.limit, options.before);
+  if (!conversation) return s.failed(conversation.error());
+  const nlohmann::json rows = parsed(conversation.value().rows);
+  const auto states = parsed(conversation.value().workflow_states);
+  const bool more = conversation.value().more;
+  if (options.json) {
+    nlohmann::json document{{"correlation_id", options.correlation_id}, {"rows", rows}, {"more", more},
+                            {"limit", options.limit}, {"workflow_states", states}};
+    // The --before of the next page: the oldest row shown.
+    document["older_before"] = more ? rows.front()["id"] : nlohmann::json();
+    print_json(document);
+  } else {
+    std::cout << "conversation " << cell(options.correlation_id, 200) << ": " << rows.size()
+              << (more ? " newest rows" : " rows") << '\n';
+    print_conversation(rows);
+    if (more) std::cout << "older rows: --before " << rows.front()["id"].dump() << '\n';
+    print_workflows(states);
+  }
+  return rows.empty() && states.empty() ? kExitFailure : kExitOk;
+}
+
 }  // namespace
 
-int cmd_timeline(const ConfigChoice& choice, const std::string& session_id, int limit, bool json) {
+int cmd_timeline(const ConfigChoice& choice, const TimelineOptions& options) {
+  if (options.before != 0 && options.correlation_id.empty()) {
+    std::cerr << "outboxd timeline: --before goes with --correlation\n";
+    return kExitUsage;
+  }
   return run_operator_command(choice, "timeline", [&](OperatorCommand& s) {
-    pg::OperatorViews views(s.connection, s.config.outbox.schema);
-    auto timeline = views.timeline(session_id, limit);
-    if (!timeline) return s.failed(timeline.error());
-    const auto rows = parsed(timeline.value().rows.rows);
-    const auto states = parsed(timeline.value().workflow_states);
-    const auto matched = timeline.value().rows.matched;
-    if (json) {
-      print_json({{"session_id", session_id},
-                  {"rows", rows},
-                  {"matched", matched},
-                  {"limit", limit},
-                  {"workflow_states", states}});
-    } else {
-      std::cout << "session " << cell(session_id, 200) << '\n';
-      print_rows(rows, matched);
-      print_workflows(states);
-    }
-    return rows.empty() && states.empty() ? kExitFailure : kExitOk;
+    return options.correlation_id.empty() ? session_timeline(s, options) : conversation_timeline(s, options);
   });
 }
 

@@ -46,6 +46,12 @@ Html row_link(std::string_view base, const nlohmann::json& row) {
   return link(row_path(base, id.get<std::string>(), writer_of(row)), "", id.get<std::string>());
 }
 
+Html conversation_link(std::string_view base, const nlohmann::json& row) {
+  const auto& id = field(row, "correlation_id");
+  if (!id.is_string()) return {"-"};
+  return link(std::string(base) + "/conversations/", id.get<std::string>(), id.get<std::string>());
+}
+
 Html cell(const nlohmann::json& value, std::size_t max_bytes) {
   if (value.is_null()) return {"-"};
   if (value.is_string()) return text(value.get<std::string>(), max_bytes);

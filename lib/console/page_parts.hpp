@@ -33,5 +33,7 @@ std::string row_path(std::string_view base, std::string_view message_id, std::st
 // A link to the row page of `row` (a row or an event with "message_id" and
 // maybe "writer") labelled with its message id; a cell when it has none.
 Html row_link(std::string_view base, const nlohmann::json& row);
+// A link to the conversation page of `row`'s correlation id, labelled with it; "-" when it has none.
+Html conversation_link(std::string_view base, const nlohmann::json& row);
 
 }  // namespace outboxd::console

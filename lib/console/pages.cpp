@@ -18,7 +18,16 @@ constexpr std::string_view kStylesheet =
     "vertical-align:top;max-width:24em;overflow-wrap:break-word}th{background:#f6f8fa}form{display:inline}button{margin:1px}"
     "pre{background:#f6f8fa;padding:.5em;overflow:auto;max-height:40em}.problem{color:#cf222e}"
     ".count{color:#57606a}.charts{display:flex;flex-wrap:wrap;gap:1em}label{margin-right:1em}"
-    ".login form{display:block}.login input{display:block;margin:.3em 0 .8em}";
+    ".login form{display:block}.login input{display:block;margin:.3em 0 .8em}.search{display:block;margin:.8em 0}"
+    ".wide{overflow-x:auto}.who-did{color:#57606a}"
+    ".timeline{list-style:none;margin:.5em 0 1em .4em;padding:0 0 0 1em;border-left:3px solid #d0d7de}"
+    ".timeline li{position:relative;margin:0 0 .5em;overflow-wrap:anywhere}"
+    ".timeline li::before{content:'';position:absolute;left:-1.5em;top:.35em;width:.7em;height:.7em;"
+    "border-radius:50%;background:#8c959f}"
+    ".timeline .dispatched::before,.timeline .received::before{background:#1a7f37}"
+    ".timeline .parked::before,.timeline .skipped::before,.timeline .cancelled::before{background:#cf222e}"
+    ".timeline .requeued::before,.timeline .replayed::before,.timeline .fired::before{background:#9a6700}"
+    ".timeline time{font-family:ui-monospace,monospace;color:#57606a;margin-right:.3em}";
 
 std::vector<Html> destination_row(const std::string& name, const nlohmann::json& counts, const SampleHistory& samples,
                                   double now) {
@@ -74,7 +83,10 @@ std::string login_page(std::string_view problem) {
 }
 
 std::string overview_page(const Frame& frame, const nlohmann::json& status, const SampleHistory& samples, double now) {
-  std::string content = "<div class=\"charts\">" +
+  std::string content = "<form method=\"get\" action=\"" + escape(frame.base + "/search") +
+                        "\" class=\"search\"><label>Message, session or conversation id <input name=\"q\" "
+                        "maxlength=\"128\" required></label><button type=\"submit\">Find</button></form>"
+                        "<div class=\"charts\">" +
                         line_chart("backlog (rows)", samples.backlog(now), samples.window()).markup +
                         line_chart("rows leaving the backlog per second", {samples.departures(now)}, samples.window())
                             .markup +
@@ -127,13 +139,13 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
           action_form(session_path + "/skip", "skip session", frame.csrf, "writer", whose).markup;
     }
     rows.push_back({row_link(frame.base, r), cell(field(r, "status")), cell(field(r, "destination")), session_cell,
-                    cell(field(r, "attempts")), when(field(r, "first_failed_at")), when(field(r, "last_failed_at")),
+                    conversation_link(frame.base, r), cell(field(r, "attempts")), when(field(r, "first_failed_at")), when(field(r, "last_failed_at")),
                     cell(field(r, "waiting_behind")), cell(field(r, "last_error"), 400), actions});
   }
   const Html content = concat({count_line(listed, field(listing, "matched").is_number()
                                                       ? field(listing, "matched").get<std::int64_t>() : 0,
                                           "row"),
-                               table({"message id", "status", "destination", "session", "attempts", "first failed",
+                               table({"message id", "status", "destination", "session", "conversation", "attempts", "first failed",
                                       "last failed", "waiting behind", "last error", "actions"},
                                      rows)});
   return framed(frame, "Parked and retrying rows", content);

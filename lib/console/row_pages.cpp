@@ -104,6 +104,9 @@ std::string row_page(const Frame& frame, std::string_view message_id, const nloh
     if (session.is_string()) {
       fields.push_back({text("timeline"), link(frame.base + "/sessions/", session.get<std::string>(), "the session's timeline")});
     }
+    if (field(row, "correlation_id").is_string()) {
+      fields.push_back({text("conversation"), conversation_link(frame.base, row)});
+    }
     if (field(row, "status") == "parked") {
       const std::string path = frame.base + "/parked/" + url_segment(message_id);
       const std::string whose = writer_of(row);

@@ -1,4 +1,4 @@
-// The statements of `outboxd parked`, `show` and `timeline`: every value bound, each answer built as JSON by PostgreSQL.
+// The statements of `outboxd parked`, `show` and `timeline` and the console's pages: every value bound, each answer built as JSON by PostgreSQL.
 #include "pg/operator_views.hpp"
 
 #include "pg/text_codec.hpp"
@@ -15,7 +15,8 @@ std::string waiting_behind(const std::string& t) {
 
 std::string parked_sql(const std::string& t) {
   return "SELECT jsonb_build_object('message_id', m.message_id, 'destination', m.destination, "
-         "'session_id', m.session_id, 'writer', m.writer, 'status', m.status, 'attempts', m.attempts, "
+         "'session_id', m.session_id, 'writer', m.writer, 'correlation_id', m.correlation_id, "
+         "'status', m.status, 'attempts', m.attempts, "
          "'first_failed_at', m.first_failed_at, 'last_failed_at', m.last_failed_at, "
          "'next_attempt_at', m.next_attempt_at, 'last_error', m.last_error, "
          "'waiting_behind', " + waiting_behind(t) + ")::text, count(*) OVER () "
@@ -40,19 +41,43 @@ std::string events_sql(const std::string& schema) {
          "WHERE CASE WHEN $1::bigint IS NULL THEN e.message_id = $2 ELSE e.row_id = $1 END ORDER BY e.id LIMIT 1000";
 }
 
-// What an operator calls the row's state: pending split by why it waits.
-std::string timeline_sql(const std::string& t) {
-  return "SELECT jsonb_build_object('id', m.id, 'message_id', m.message_id, 'state', CASE m.status "
+// A row of a timeline, as a JSON object: what an operator calls its state
+// (pending split by why it waits), its place and its lineage.
+std::string timeline_row() {
+  return "jsonb_build_object('id', m.id, 'message_id', m.message_id, 'state', CASE m.status "
          "WHEN 'pending' THEN CASE WHEN m.next_attempt_at > now() THEN 'retrying' "
          "WHEN m.due_at > now() THEN 'scheduled' ELSE 'pending' END "
          "WHEN 'cancelled' THEN CASE WHEN m.last_error LIKE 'skipped by operator%' THEN 'skipped' "
          "ELSE 'cancelled' END ELSE m.status END, "
-         "'writer', m.writer, 'destination', m.destination, 'subject', m.subject, 'created_at', m.created_at, "
-         "'due_at', m.due_at, "
+         "'writer', m.writer, 'destination', m.destination, 'session_id', m.session_id, 'subject', m.subject, "
+         "'created_at', m.created_at, 'due_at', m.due_at, "
          "'dispatched_at', m.dispatched_at, 'cancelled_at', m.cancelled_at, 'attempts', m.attempts, "
          "'last_error', m.last_error, 'correlation_id', m.correlation_id, "
-         "'parent_message_id', m.parent_message_id, 'originating_message_id', m.originating_message_id)::text, "
-         "count(*) OVER () FROM " + t + " m WHERE m.session_id = $1 ORDER BY m.id LIMIT $2";
+         "'parent_message_id', m.parent_message_id, 'originating_message_id', m.originating_message_id)";
+}
+
+std::string timeline_sql(const std::string& t) {
+  return "SELECT " + timeline_row() + "::text, count(*) OVER () FROM " + t +
+         " m WHERE m.session_id = $1 ORDER BY m.id LIMIT $2";
+}
+
+// The newest $2 + 1 rows of conversation $1 below id $3 (messages_correlation_idx
+// read backwards), returned oldest first; the extra row only says that there
+// are more. A row's events come by message id (row_events_message_idx), the
+// row's own by row id; its receipts are of its message id sent by its writer.
+std::string conversation_sql(const std::string& schema, const std::string& t) {
+  return "SELECT (" + timeline_row() + " || jsonb_build_object("
+         "'events', coalesce((SELECT jsonb_agg(to_jsonb(e) - 'row_id' ORDER BY e.id) FROM (SELECT * FROM " + schema +
+         ".row_events e WHERE e.message_id = m.message_id AND e.row_id = m.id ORDER BY e.id LIMIT " +
+         std::to_string(OperatorViews::kEventsPerRow) + ") e), '[]'::jsonb), "
+         "'receipts', coalesce((SELECT jsonb_agg(to_jsonb(r)) FROM " + schema +
+         ".message_receipts(m.message_id, coalesce(m.writer, '')) r), '[]'::jsonb)))::text "
+         "FROM (SELECT * FROM " + t + " m WHERE m.correlation_id = $1 AND ($3::bigint = 0 OR m.id < $3::bigint) "
+         "ORDER BY m.id DESC LIMIT $2::int + 1) m ORDER BY m.id";
+}
+
+std::string conversation_states_sql(const std::string& schema) {
+  return "SELECT to_jsonb(w)::text FROM " + schema + ".conversation_states($1) w";
 }
 
 std::string workflow_sql(const std::string& schema) {
@@ -153,6 +178,34 @@ core::Result<SessionTimeline> OperatorViews::timeline(const std::string& session
     if (!states) return in_context("reading a session's workflow state", states.error());
     return SessionTimeline{listing(rows.value()), first_column(states.value())};
   });
+}
+
+core::Result<Conversation> OperatorViews::conversation(const std::string& correlation_id, int limit,
+                                                       std::int64_t before) {
+  return in_utc("reading a conversation", [&]() -> core::Result<Conversation> {
+    auto rows = connection_.exec_params(conversation_sql(schema_, table_),
+                                        {correlation_id, std::to_string(limit), std::to_string(before)});
+    if (!rows) return in_context("reading a conversation", rows.error());
+    auto states = connection_.exec_params(conversation_states_sql(schema_), {correlation_id});
+    if (!states) return in_context("reading a conversation's workflow state", states.error());
+    Conversation conversation{first_column(rows.value()), false, first_column(states.value())};
+    // The extra row read is the oldest: it only says that there are more.
+    if (conversation.rows.size() > static_cast<std::size_t>(limit)) {
+      conversation.rows.erase(conversation.rows.begin());
+      conversation.more = true;
+    }
+    return conversation;
+  });
+}
+
+core::Result<OperatorViews::IdKind> OperatorViews::kind_of(const std::string& id) {
+  // messages_message_id_key, then messages_correlation_idx: one index probe each.
+  auto rows = connection_.exec_params("SELECT EXISTS (SELECT 1 FROM " + table_ + " m WHERE m.message_id = $1), "
+                                      "EXISTS (SELECT 1 FROM " + table_ + " m WHERE m.correlation_id = $1)",
+                                      {id});
+  if (!rows) return in_context("looking an id up", rows.error());
+  if (rows.value().boolean(0, 0)) return IdKind::message;
+  return rows.value().boolean(0, 1) ? IdKind::conversation : IdKind::session;
 }
 
 core::Result<Listing> OperatorViews::audit(const AuditFilter& filter) {

@@ -1,4 +1,4 @@
-// What `outboxd parked`, `show` and `timeline` read: rows, their audit trail and their workflow, as JSON documents.
+// What `outboxd parked`, `show` and `timeline` read: rows, their audit trail, receipts and workflow, as JSON documents.
 #pragma once
 
 #include <chrono>
@@ -46,6 +46,18 @@ struct SessionTimeline {
   std::vector<std::string> workflow_states;  // outbox.workflow_states(session)
 };
 
+// What one correlation id produced: its newest rows (each with its events
+// and inbox receipts) and its workflow state records.
+struct Conversation {
+  // In id order, the newest `limit` below the id asked from. Each is a JSON
+  // object of the row's columns that the timeline shows, its state, its
+  // events (row_events, oldest first, at most kEventsPerRow) and its receipts
+  // (message_receipts(), at most 100).
+  std::vector<std::string> rows;
+  bool more = false;  // older rows exist below the first
+  std::vector<std::string> workflow_states;  // conversation_states()
+};
+
 // Which row_events the audit trail lists; empty fields do not filter.
 struct AuditFilter {
   std::string message_id;
@@ -73,6 +85,14 @@ class OperatorViews {
   // The row with message_id, of `writer` when it is not empty.
   core::Result<RowHistory> show(const std::string& message_id, const std::string& writer = {});
   core::Result<SessionTimeline> timeline(const std::string& session_id, int limit);
+  // The conversation's newest `limit` rows with an id below `before` (0: the newest of all).
+  core::Result<Conversation> conversation(const std::string& correlation_id, int limit, std::int64_t before = 0);
+  static constexpr int kEventsPerRow = 50;
+  // What an id a person typed names: a row's message id first, then a
+  // correlation id; neither: a session id, which is not looked up (no index
+  // holds every row's session; the session page reads what there is).
+  enum class IdKind { message, conversation, session };
+  core::Result<IdKind> kind_of(const std::string& id);
   // row_events newest first, each with its row's session_id (null once the
   // row is purged); an unreadable time is the database's error.
   core::Result<Listing> audit(const AuditFilter& filter);
