@@ -47,8 +47,8 @@ void print_conversation(const nlohmann::json& rows) {
   std::vector<std::vector<std::string>> lines;
   for (const auto& entry : console::conversation_entries(rows)) {
     const auto& row = rows[entry.row];
-    lines.push_back({shown(console::instant(entry.at)), cell(row["message_id"]), entry.what, shown(entry.detail),
-                     shown(entry.who)});
+    lines.push_back({shown(console::instant(entry.at)), cell(row["message_id"]), shown(entry.what),
+                     shown(entry.detail, 80), shown(entry.who)});
   }
   print_table({"time", "message id", "what", "detail", "who"}, lines);
 }

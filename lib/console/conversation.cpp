@@ -17,7 +17,7 @@ std::string written_detail(const nlohmann::json& row) {
   std::string detail = "to " + text_of(field(row, "destination"));
   if (const auto session = text_of(field(row, "session_id")); !session.empty()) detail += ", session " + session;
   const auto due = text_of(field(row, "due_at"));
-  if (!due.empty() && due > text_of(field(row, "created_at"))) detail += ", due " + due;
+  if (!due.empty() && due > text_of(field(row, "created_at"))) detail += ", due " + instant(due);
   return detail;
 }
 

@@ -67,7 +67,7 @@ TEST_CASE("A conversation's entry says when a row was scheduled and how many att
   rows[0]["due_at"] = "2026-12-07T09:00:00+00:00";
   rows[0]["attempts"] = 2;
   const auto entries = conversation_entries(rows);
-  CHECK(entries[0].detail == "to orders, session order-42, due 2026-12-07T09:00:00+00:00");
+  CHECK(entries[0].detail == "to orders, session order-42, due 2026-12-07 09:00:00.000Z");
   CHECK(entries[2].detail == "after 2 failed attempts");
   CHECK(conversation_entries(json()).empty());
 }
