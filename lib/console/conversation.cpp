@@ -87,7 +87,7 @@ std::string conversation_page(const Frame& frame, std::string_view correlation_i
       items += "<li class=\"" + std::string(mark_of(entry.what)) + "\"><time>" + escape(instant(entry.at), 64) + "</time> <b>" +
                escape(entry.what, 64) + "</b> " + row_link(frame.base, row).markup;
       if (!entry.detail.empty()) items += " <span class=\"count\">" + escape(entry.detail, 400) + "</span>";
-      if (!entry.who.empty()) items += " <span class=\"who-did\">" + escape(entry.who, 300) + "</span>";
+      if (!entry.who.empty()) items += " <span class=\"who-did\">&#183; " + escape(entry.who, 300) + "</span>";
       items += "</li>";
     }
     const bool more = field(conversation, "more") == true;

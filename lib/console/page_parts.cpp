@@ -7,7 +7,8 @@ std::string framed(const Frame& frame, std::string_view title, const Html& conte
   const std::string base = escape(frame.base, 4096);
   const std::string of_outbox = frame.outbox.empty() ? "" : " - " + escape(frame.outbox);
   std::string out =
-      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape(title) + of_outbox +
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" + escape(title) + of_outbox +
       " - outboxd console</title><link rel=\"stylesheet\" href=\"/console.css\"></head><body><header><nav>";
   if (!frame.outbox.empty()) {
     out += "<a href=\"/\">All outboxes</a> <span class=\"outbox\">outbox " + escape(frame.outbox) + "</span> ";

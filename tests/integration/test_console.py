@@ -10,8 +10,8 @@ import harness
 from console_client import MAX_MESSAGE_BYTES, TOKEN, Console, live, park, wait_event  # noqa: F401  (live: a fixture)
 from harness import enqueue, unique, wait_parked
 
-PAGES = ["/", "/parked", "/rows/x", "/sessions/s", "/audit",
-         "/api/status", "/api/parked", "/api/rows/x", "/api/sessions/s", "/api/audit"]
+PAGES = ["/", "/parked", "/rows/x", "/sessions/s", "/conversations/c", "/search?q=x", "/audit",
+         "/api/status", "/api/parked", "/api/rows/x", "/api/sessions/s", "/api/conversations/c", "/api/audit"]
 
 
 def test_every_page_and_action_answers_401_without_the_token(live):

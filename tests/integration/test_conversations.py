@@ -5,14 +5,20 @@ timeout, a consumer receipt, the workflow state; its bounds at 100,000 rows; hos
 import getpass
 import html
 import json
+import os
 import time
 import types
 from urllib.parse import quote
 
 import pytest
 
-from console_client import TOKEN, Console, write_token  # noqa: F401
+import harness
+from console_client import TOKEN, Console, write_token
+from devtools import Browser, chromium_binary
 from harness import enqueue, run_cli, write_config
+
+# Screenshots of the run go here when set (docs/console/ keeps those of one run), else to the test's tmp_path.
+SHOTS = os.environ.get("OUTBOXD_CONSOLE_SCREENSHOTS")
 
 CONVERSATION = "conv-42"
 
@@ -183,4 +189,37 @@ def test_hostile_correlation_ids_are_shown_harmlessly(config, database):
         assert html.escape("<img src=x onerror=alert(1)>", quote=True) in page
         assert 'href="/sessions/%3Cb%3Es%3C%2Fb%3E"' in page, page
     finally:
+        console.stop()
+
+
+@pytest.mark.parametrize("width, name", [(1280, "conversation.png"), (390, "conversation-phone.png")])
+def test_an_operator_finds_a_conversation_from_the_search_box_in_chromium(config, database, tmp_path, width, name):
+    if not chromium_binary():
+        if harness.REQUIRED:
+            pytest.fail("chromium is not installed (scripts/setup.sh installs it)")
+        pytest.skip("chromium is not installed")
+    write_conversation(database)
+    run_cli("requeue", "payment-42:authorise:1", "-c", config)
+    run_cli("fire", "order-42:transfer-timeout:1", "-c", config)
+    console = Console(config, database.workdir)
+    browser = Browser(width=width, height=900)
+    try:
+        base = f"http://127.0.0.1:{console.port}"
+        browser.open(f"{base}/")
+        browser.evaluate(f"document.querySelector('input[name=token]').value = {TOKEN!r};"
+                         "document.querySelector('input[name=name]').value = 'alice'")
+        browser.click("form[action='/login'] button")
+        browser.evaluate(f"document.querySelector('input[name=q]').value = {CONVERSATION!r}")
+        browser.click("form[action='/search'] button")
+        assert browser.evaluate("location.pathname") == f"/conversations/{CONVERSATION}"
+        shown = browser.text()
+        for what in ("written", "dispatched", "received", "parked", "requeued", "fired", "Workflow state"):
+            assert what in shown, what
+        assert shown.index("received") < shown.index("requeued") < shown.index("fired"), shown
+        # Readable at this width: nothing wider than the window but the tables, which scroll in their own box.
+        assert browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), width
+        browser.screenshot(os.path.join(SHOTS or str(tmp_path), name))
+        assert [e for e in browser.log if "Content Security Policy" in e.get("text", "")] == []
+    finally:
+        browser.close()
         console.stop()
