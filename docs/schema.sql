@@ -1476,6 +1476,7 @@ CREATE FUNCTION outbox.reschedule(message_id text, due_at timestamp with time zo
     AS $$
 DECLARE
   target record;
+  was_due timestamptz;
 BEGIN
   IF reschedule.due_at IS NULL OR NOT isfinite(reschedule.due_at) THEN
     RAISE EXCEPTION 'due_at must be finite' USING ERRCODE = 'invalid_parameter_value';
@@ -1492,7 +1493,10 @@ BEGIN
   IF NOT target.waiting THEN
     RETURN false;
   END IF;
+  SELECT m.due_at INTO was_due FROM messages m WHERE m.id = target.row_id;
   UPDATE messages m SET due_at = reschedule.due_at WHERE m.id = target.row_id;
+  INSERT INTO row_events (row_id, message_id, action, detail)
+  VALUES (target.row_id, reschedule.message_id, 'rescheduled', 'was due at ' || was_due);
   RETURN true;
 END
 $$;
@@ -1501,7 +1505,7 @@ $$;
 -- Name: FUNCTION reschedule(message_id text, due_at timestamp with time zone); Type: COMMENT; Schema: outbox; Owner: -
 --
 
-COMMENT ON FUNCTION outbox.reschedule(message_id text, due_at timestamp with time zone) IS 'Moves a pending message of the caller (writer = session_user) that is not yet due to a new due_at (earlier or later; now() or a past time means due at once) in the caller''s transaction, keeping its id and its place in its session''s order. Returns true if moved; false if the row exists but is already due (it may be in flight), dispatched, cancelled or parked; NULL if the caller has no row with this message_id (unknown, purged, or another writer''s). 22023 for a NULL or infinite due_at.';
+COMMENT ON FUNCTION outbox.reschedule(message_id text, due_at timestamp with time zone) IS 'Moves a pending message of the caller (writer = session_user) that is not yet due to a new due_at (earlier or later; now() or a past time means due at once) in the caller''s transaction, keeping its id and its place in its session''s order, and records the move in row_events (rescheduled, the due time it had). Returns true if moved; false if the row exists but is already due (it may be in flight), dispatched, cancelled or parked; NULL if the caller has no row with this message_id (unknown, purged, or another writer''s). 22023 for a NULL or infinite due_at.';
 
 --
 -- Name: set_partition_count(integer); Type: FUNCTION; Schema: outbox; Owner: -
@@ -2418,7 +2422,7 @@ CREATE TABLE outbox.row_events (
     os_user text,
     at timestamp with time zone DEFAULT now() NOT NULL,
     detail text,
-    CONSTRAINT row_events_action_valid CHECK ((action = ANY (ARRAY['parked'::text, 'requeued'::text, 'skipped'::text, 'replayed'::text, 'cancelled'::text, 'fired'::text, 'dispatched'::text]))),
+    CONSTRAINT row_events_action_valid CHECK ((action = ANY (ARRAY['parked'::text, 'requeued'::text, 'skipped'::text, 'replayed'::text, 'cancelled'::text, 'fired'::text, 'dispatched'::text, 'rescheduled'::text]))),
     CONSTRAINT row_events_os_user_valid CHECK (((os_user ~ '^[^[:cntrl:]]+$'::text) AND (length(os_user) <= 128)))
 );
 

@@ -23,11 +23,16 @@
 --     definer: the dispatcher may not read the inbox. It looks up the primary
 --     key (consumer, message_id, ...) once per consumer, walking the
 --     consumers in name order, so the inbox needs no index of its own for it.
+--   - reschedule() records the move in row_events as 'rescheduled', with the
+--     due time it had, as fire_scheduled() records 'fired': a timeout a test
+--     or a writer moved to now is then told apart in a timeline from one that
+--     fell due. row_events_action_valid takes the new action.
 --
 -- Cost: a writer's insert of a row with a correlation id maintains one more
 -- index entry; a row without one pays the predicate's test. A workflow's
 -- start() maintains one more entry; its save() none, as it does not change
--- correlation_id. CREATE INDEX takes a SHARE lock on messages, which holds
+-- correlation_id. A reschedule() writes one row_events row. CREATE INDEX
+-- takes a SHARE lock on messages, which holds
 -- writers (not readers) back while it reads the table once. On a large
 -- outbox, create the index beforehand with CREATE INDEX CONCURRENTLY and the
 -- same definition; IF NOT EXISTS then makes this script skip it.
@@ -131,3 +136,56 @@ BEGIN
                  'TO %2$I', s, s || '_dispatcher');
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- reschedule() leaves a trail
+-- ---------------------------------------------------------------------------
+
+-- NOT VALID, then VALIDATE: the check is wider than the one it replaces, and
+-- validating it takes no lock that holds back the trail's writers.
+ALTER TABLE row_events DROP CONSTRAINT row_events_action_valid,
+  ADD CONSTRAINT row_events_action_valid
+    CHECK (action IN ('parked', 'requeued', 'skipped', 'replayed', 'cancelled', 'fired', 'dispatched', 'rescheduled'))
+    NOT VALID;
+ALTER TABLE row_events VALIDATE CONSTRAINT row_events_action_valid;
+
+CREATE OR REPLACE FUNCTION reschedule(message_id text, due_at timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+  target record;
+  was_due timestamptz;
+BEGIN
+  IF reschedule.due_at IS NULL OR NOT isfinite(reschedule.due_at) THEN
+    RAISE EXCEPTION 'due_at must be finite' USING ERRCODE = 'invalid_parameter_value';
+  END IF;
+  -- As cancel(): lock_waiting_row() (009) locks the row before it looks at
+  -- the clock. A row the scheduled claim holds is due, and we see so once it
+  -- lets go; a row we hold is skipped by the claim (SKIP LOCKED), which after
+  -- our commit sees the new due time. Either the claim has the row (and it is
+  -- sent at its old time) or we moved it (and it is sent at the new one).
+  SELECT * INTO target FROM lock_waiting_row(reschedule.message_id);
+  IF target.row_id IS NULL THEN
+    RETURN NULL;
+  END IF;
+  IF NOT target.waiting THEN
+    RETURN false;
+  END IF;
+  SELECT m.due_at INTO was_due FROM messages m WHERE m.id = target.row_id;
+  UPDATE messages m SET due_at = reschedule.due_at WHERE m.id = target.row_id;
+  INSERT INTO row_events (row_id, message_id, action, detail)
+  VALUES (target.row_id, reschedule.message_id, 'rescheduled', 'was due at ' || was_due);
+  RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION reschedule(text, timestamptz) IS
+  'Moves a pending message of the caller (writer = session_user) that is not yet due to a new due_at '
+  '(earlier or later; now() or a past time means due at once) in the caller''s transaction, keeping its id '
+  'and its place in its session''s order, and records the move in row_events (rescheduled, the due time it '
+  'had). Returns true if moved; false if the row exists but is already due (it may be in flight), '
+  'dispatched, cancelled or parked; NULL if the caller has no row with this message_id (unknown, purged, or '
+  'another writer''s). 22023 for a NULL or infinite due_at.';

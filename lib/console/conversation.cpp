@@ -24,7 +24,7 @@ std::string written_detail(const nlohmann::json& row) {
 // The entry kinds the stylesheet marks; an action of another name gets no mark.
 std::string_view mark_of(std::string_view what) {
   for (std::string_view known : {"written", "dispatched", "received", "parked", "requeued", "skipped", "replayed",
-                                 "cancelled", "fired"}) {
+                                 "cancelled", "fired", "rescheduled"}) {
     if (what == known) return known;
   }
   return "other";

@@ -26,7 +26,8 @@ constexpr std::string_view kStylesheet =
     "border-radius:50%;background:#8c959f}"
     ".timeline .dispatched::before,.timeline .received::before{background:#1a7f37}"
     ".timeline .parked::before,.timeline .skipped::before,.timeline .cancelled::before{background:#cf222e}"
-    ".timeline .requeued::before,.timeline .replayed::before,.timeline .fired::before{background:#9a6700}"
+    ".timeline .requeued::before,.timeline .replayed::before,.timeline .fired::before,"
+    ".timeline .rescheduled::before{background:#9a6700}"
     ".timeline time{font-family:ui-monospace,monospace;color:#57606a;margin-right:.3em}";
 
 std::vector<Html> destination_row(const std::string& name, const nlohmann::json& counts, const SampleHistory& samples,

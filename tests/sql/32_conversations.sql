@@ -1,7 +1,7 @@
--- 031_conversations: a conversation's rows by index, its workflow state records and its receipts, for the dispatcher only.
+-- 031_conversations: a conversation's rows by index, its workflow state records and its receipts, for the dispatcher only; reschedule() leaves a trail.
 BEGIN;
 SET search_path = public;
-SELECT plan(12);
+SELECT plan(16);
 
 -- Schema ---------------------------------------------------------------------------
 
@@ -63,6 +63,16 @@ ANALYZE outbox.messages;
 SELECT ok(sqltest.explain($$SELECT id FROM outbox.messages m WHERE m.correlation_id = 'c-7' ORDER BY m.id DESC LIMIT 100$$)
             LIKE '%Scan Backward using messages_correlation_idx%',
   'a conversation''s newest rows: messages_correlation_idx read backwards');
+
+-- reschedule() ------------------------------------------------------------------------------
+
+SELECT outbox.enqueue('orders', 'later-1', 'x', due_at => now() + interval '1 hour') AS later \gset
+SELECT ok(outbox.reschedule('later-1', now()), 'reschedule() moves a waiting row ...');
+SELECT results_eq($$SELECT action, db_role = session_user, os_user IS NULL, detail LIKE 'was due at %'
+                      FROM outbox.row_events WHERE message_id = 'later-1'$$,
+  $$VALUES ('rescheduled', true, true, true)$$, '... and records the move, with the due time it had');
+SELECT is(outbox.reschedule('later-1', now() + interval '1 day'), false, 'a row already due is not moved ...');
+SELECT is((SELECT count(*) FROM outbox.row_events WHERE message_id = 'later-1'), 1::bigint, '... nor recorded');
 
 SELECT * FROM finish();
 ROLLBACK;
