@@ -122,6 +122,9 @@ leases:
 http:
   listen: "127.0.0.1:{self.http_port}"
 """)
+            if self.args.timeline:
+                # Dispatched rows stay, so that an order's conversation can be read whole afterwards.
+                f.write("retention:\n  mode: keep\n")
         return path
 
     def set_up(self):
@@ -276,11 +279,20 @@ http:
         print(f"messages handled once (inbox ids): {inbox}")
         print(f"duplicates absorbed by the inbox: {sum(duplicates.values())} {duplicates}")
         print(f"transitions retried after a version conflict (40001) or deadlock (40P01): {conflicts}")
-        print(f"outbox rows left: {rows or 'none'} (dispatched rows are deleted)")
+        kept = "kept" if self.args.timeline else "deleted"
+        print(f"outbox rows left: {rows or 'none'} (dispatched rows are {kept})")
         for line in problems[:20] + unfinished[:20]:
             print("  " + line)
         print(f"wrong: {len(problems)}, unfinished: {len(unfinished)}")
         return not problems and not unfinished
+
+    def show_timeline(self):
+        """An order paid by transfer, whose timeout was fired, as `outboxd timeline --correlation` shows it."""
+        order = self.transfer_ids()[0]
+        shown = subprocess.run([self.args.outboxd, "timeline", "--correlation", order, "-c", self.daemon.argv[-1]],
+                               capture_output=True, text=True, timeout=60)
+        print(f"\n$ outboxd timeline --correlation {order}\n" + (shown.stdout or shown.stderr).rstrip())
+        return shown.returncode == 0
 
     def show_status(self):
         status = subprocess.run([self.args.outboxd, "status", "-c", self.daemon.argv[-1]], capture_output=True,
@@ -332,6 +344,9 @@ def parse(argv):
     p.add_argument("--settle-timeout", type=float, default=90.0)
     p.add_argument("--workdir", help="logs and configs (default: a new temporary directory)")
     p.add_argument("--keep", action="store_true", help="keep the database, roles and logs for a look afterwards")
+    p.add_argument("--timeline", action="store_true",
+                   help="keep dispatched rows (retention keep) and print the conversation of the first order paid by "
+                        "transfer at the end, as outboxd timeline --correlation shows it")
     return p.parse_args(argv)
 
 
@@ -348,6 +363,8 @@ def main(argv):
         run.settle(args.settle_timeout, run.order_ids()[:args.orders])
         fired = run.fire_transfer_timeouts()
         ok = run.report(kills, *run.settle(args.settle_timeout)) and fired
+        if args.timeline and args.transfer_orders > 0:
+            ok = run.show_timeline() and ok
         if args.keep:
             run.show_status()
     finally:

@@ -1,4 +1,5 @@
-"""The order saga example (examples/order-saga) under SIGKILLs: 1,000 orders, each ends right; timeouts fired now."""
+"""The order saga example (examples/order-saga) under SIGKILLs: 1,000 orders, each ends right; timeouts fired now; one
+order's conversation end to end through `outboxd timeline --correlation`."""
 
 import os
 import subprocess
@@ -36,7 +37,7 @@ def test_order_saga_survives_kills(workdir, language):
         ["/usr/bin/python3", os.path.join(EXAMPLE, "driver.py"), "--language", language, "--outboxd", OUTBOXD,
          "--orders", "1000", "--per-second", "100", "--payment-timeout-ms", "2500", "--late-rate", "0.10",
          "--abandon-rate", "0.03", "--transfer-orders", "5", "--fire-within", "5", "--outboxd-kills", "3",
-         "--saga-kills", "1", "--workdir", workdir],
+         "--saga-kills", "1", "--timeline", "--workdir", workdir],
         capture_output=True, text=True, timeout=240)
     print(result.stdout + result.stderr)
     if result.returncode != 0:
@@ -47,3 +48,16 @@ def test_order_saga_survives_kills(workdir, language):
     assert result.returncode == 0, "some orders are wrong or unfinished (see above)"
     assert "kills (SIGKILL, then restarted): outboxd 3, saga process 1" in result.stdout
     assert "fired now: 5, final in " in result.stdout and ": cancelled, never paid 5\n" in result.stdout
+    # The first order paid by transfer, end to end: every step, its consumers' receipts, the timeout moved to now.
+    order = "order-1001"
+    timeline = result.stdout.partition(f"$ outboxd timeline --correlation {order}\n")[2]
+    steps = [line.split()[2:4] for line in timeline.splitlines() if line.startswith("20")]
+    assert [f"{order}:placed", "written"] == steps[0], timeline
+    for step in (["reserve-stock:1", "received"], ["capture-payment:1", "received"],
+                 ["payment-timeout:1", "rescheduled"], ["release-stock:1", "received"]):
+        assert [f"{order}:{step[0]}", step[1]] in steps, (step, timeline)
+    moved = steps.index([f"{order}:payment-timeout:1", "rescheduled"])
+    assert steps.index([f"{order}:release-stock:1", "written"]) > moved, timeline
+    consumers = {line.split()[-1] for line in timeline.splitlines() if " received " in line}
+    assert consumers == {"stock", "payments"}, timeline
+    assert f"{order}  order  Cancelled" in timeline, timeline
