@@ -8,9 +8,10 @@
 # with the cluster stopped, `postgres --single` runs under callgrind once with 200 statements and
 # once with 200 + N (default 300), each statement its own transaction as in an application's
 # transaction that writes one message, and the difference per statement is printed for:
-#   enqueue  SELECT outbox.enqueue(...) of a 500-byte body in one of 10,000 sessions
-#   insert   the same row by a plain INSERT INTO outbox.messages
-#   bare     the same row into a table with the same columns and only a primary key
+#   enqueue     SELECT outbox.enqueue(...) of a 500-byte body in one of 10,000 sessions
+#   correlated  the same with a correlation_id, one of 10,000 (messages_correlation_idx)
+#   insert      the same row by a plain INSERT INTO outbox.messages
+#   bare        the same row into a table with the same columns and only a primary key
 # bare/enqueue is the share of the bare INSERT's rate that enqueue() could reach on instructions alone.
 # Single-user mode runs as the bootstrap superuser, so what it counts is the statement's own
 # work, not privilege checks; it runs no daemon, so the wake-up check finds no idle instance.
@@ -78,6 +79,7 @@ as_postgres "$bindir/pg_ctl" -D "$scratch/data" -m fast -w stop >/dev/null
 row="gen_random_uuid()::text, 'writers', 's' || (random() * 10000)::int, convert_to(lpad('x', 500, 'x'), 'UTF8')"
 declare -A statement=(
   [enqueue]="SELECT outbox.enqueue(destination => 'writers', message_id => gen_random_uuid()::text, session_id => 's' || (random() * 10000)::int, body => convert_to(lpad('x', 500, 'x'), 'UTF8'));"
+  [correlated]="SELECT outbox.enqueue(destination => 'writers', message_id => gen_random_uuid()::text, session_id => 's' || (random() * 10000)::int, correlation_id => 'c' || (random() * 10000)::int, body => convert_to(lpad('x', 500, 'x'), 'UTF8'));"
   [insert]="INSERT INTO outbox.messages (message_id, destination, session_id, body) VALUES ($row);"
   [bare]="INSERT INTO public.bare (message_id, destination, session_id, body) VALUES ($row);"
 )
@@ -91,15 +93,15 @@ instructions() {
   grep -o 'Collected : [0-9]*' "$scratch/valgrind.log" | awk '{print $3}'
 }
 
-printf '%-12s %12s %12s %12s %14s\n' side enqueue insert bare bare/enqueue
+printf '%-12s %12s %12s %12s %12s %14s\n' side enqueue correlated insert bare bare/enqueue
 for side in "${sides[@]}"; do
   label=${side%%=*}
   declare -A per=()
-  for kind in enqueue insert bare; do
+  for kind in enqueue correlated insert bare; do
     warm=$(instructions "cost_$label" "${statement[$kind]}" 200)
     full=$(instructions "cost_$label" "${statement[$kind]}" $((200 + statements)))
     per[$kind]=$(((full - warm) / statements))
   done
-  printf '%-12s %12s %12s %12s %14s\n' "$label" "${per[enqueue]}" "${per[insert]}" "${per[bare]}" \
+  printf '%-12s %12s %12s %12s %12s %14s\n' "$label" "${per[enqueue]}" "${per[correlated]}" "${per[insert]}" "${per[bare]}" \
     "$(awk -v e="${per[enqueue]}" -v b="${per[bare]}" 'BEGIN { printf "%.2f", b / e }')"
 done
