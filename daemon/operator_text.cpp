@@ -96,6 +96,16 @@ nlohmann::json counts_json(const pg::DestinationStatus& s) {
 
 }  // namespace
 
+nlohmann::json conversation_json(const std::string& correlation_id, const pg::Conversation& conversation, int limit) {
+  const nlohmann::json rows = parsed(conversation.rows);
+  return {{"correlation_id", correlation_id},
+          {"rows", rows},
+          {"more", conversation.more},
+          {"older_before", conversation.more ? rows.front()["id"] : nlohmann::json()},
+          {"limit", limit},
+          {"workflow_states", parsed(conversation.workflow_states)}};
+}
+
 nlohmann::json policy_json(const std::vector<config::DestinationEntry>& destinations) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& entry : destinations) {

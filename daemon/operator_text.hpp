@@ -10,6 +10,7 @@
 
 #include "config/config.hpp"
 #include "core/safe_text.hpp"
+#include "pg/operator_views.hpp"
 #include "pg/outbox_store.hpp"
 
 namespace outboxd::daemon {
@@ -48,6 +49,11 @@ nlohmann::json status_json(const pg::StatusReport& report);
 // destinations: as `outboxd status --json` and the console give it: [{destination, priority, max_rate, burst
 // (the burst in effect; 0 without max_rate), max_in_flight (0: none)}], in the file's order.
 nlohmann::json policy_json(const std::vector<config::DestinationEntry>& destinations);
+
+// A conversation as `timeline --correlation --json` and /api/conversations/ give it: the correlation id, its
+// rows (oldest first), "more" and "older_before" (the --before of the next page back), the limit, and its
+// workflow state records.
+nlohmann::json conversation_json(const std::string& correlation_id, const pg::Conversation& conversation, int limit);
 
 // Parses every document of a listing.
 std::vector<nlohmann::json> parsed(const std::vector<std::string>& documents);

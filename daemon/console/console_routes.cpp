@@ -137,13 +137,8 @@ void ConsoleApp::conversation(const httplib::Request& request, httplib::Response
     return pg::OperatorViews(c, site.config.outbox.schema).conversation(correlation_id, kTimelineRows, before);
   });
   if (!read) return failed(request, response, frame, read.error());
-  const nlohmann::json rows = parsed(read.value().rows);
-  const nlohmann::json document{{"correlation_id", correlation_id},
-                                {"rows", rows},
-                                {"more", read.value().more},
-                                {"limit", kTimelineRows},
-                                {"workflow_states", parsed(read.value().workflow_states)}};
-  if (rows.empty() && document["workflow_states"].empty()) response.status = 404;
+  const nlohmann::json document = conversation_json(correlation_id, read.value(), kTimelineRows);
+  if (document["rows"].empty() && document["workflow_states"].empty()) response.status = 404;
   send(request, response, document, [&] { return console::conversation_page(frame, correlation_id, document); });
 }
 

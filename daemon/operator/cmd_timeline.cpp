@@ -78,23 +78,18 @@ int conversation_timeline(OperatorCommand& s, const TimelineOptions& options) {
   pg::OperatorViews views(s.connection, s.config.outbox.schema);
   auto conversation = views.conversation(options.correlation_id, options.limit, options.before);
   if (!conversation) return s.failed(conversation.error());
-  const nlohmann::json rows = parsed(conversation.value().rows);
-  const auto states = parsed(conversation.value().workflow_states);
-  const bool more = conversation.value().more;
+  const nlohmann::json document = conversation_json(options.correlation_id, conversation.value(), options.limit);
+  const auto& rows = document["rows"];
   if (options.json) {
-    nlohmann::json document{{"correlation_id", options.correlation_id}, {"rows", rows}, {"more", more},
-                            {"limit", options.limit}, {"workflow_states", states}};
-    // The --before of the next page: the oldest row shown.
-    document["older_before"] = more ? rows.front()["id"] : nlohmann::json();
     print_json(document);
   } else {
     std::cout << "conversation " << cell(options.correlation_id, 200) << ": " << rows.size()
-              << (more ? " newest rows" : " rows") << '\n';
+              << (document["more"] == true ? " newest rows" : " rows") << '\n';
     print_conversation(rows);
-    if (more) std::cout << "older rows: --before " << rows.front()["id"].dump() << '\n';
-    print_workflows(states);
+    if (document["more"] == true) std::cout << "older rows: --before " << document["older_before"].dump() << '\n';
+    print_workflows(parsed(conversation.value().workflow_states));
   }
-  return rows.empty() && states.empty() ? kExitFailure : kExitOk;
+  return rows.empty() && document["workflow_states"].empty() ? kExitFailure : kExitOk;
 }
 
 }  // namespace
