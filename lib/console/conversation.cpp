@@ -10,8 +10,6 @@
 namespace outboxd::console {
 namespace {
 
-std::string text_of(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : std::string(); }
-
 // Where a row was written to: its destination, its session, and its due time when it was scheduled.
 std::string written_detail(const nlohmann::json& row) {
   std::string detail = "to " + text_of(field(row, "destination"));
@@ -96,10 +94,8 @@ std::string conversation_page(const Frame& frame, std::string_view correlation_i
               "<ol class=\"timeline\">" + items + "</ol>";
     std::vector<std::vector<Html>> table_rows;
     for (const auto& r : rows) {
-      const auto session = text_of(field(r, "session_id"));
       table_rows.push_back({cell(field(r, "id")), row_link(frame.base, r), cell(field(r, "writer")),
-                            cell(field(r, "state")), cell(field(r, "destination")),
-                            session.empty() ? Html{"-"} : link(frame.base + "/sessions/", session, session),
+                            cell(field(r, "state")), cell(field(r, "destination")), session_link(frame.base, r),
                             cell(field(r, "parent_message_id")), cell(field(r, "originating_message_id")),
                             text(std::to_string(field(r, "receipts").size()))});
     }

@@ -30,10 +30,9 @@ const nlohmann::json& field(const nlohmann::json& object, const char* key) {
   return found == object.end() ? kNull : *found;
 }
 
-std::string writer_of(const nlohmann::json& row) {
-  const auto& writer = field(row, "writer");
-  return writer.is_string() ? writer.get<std::string>() : "";
-}
+std::string text_of(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : std::string(); }
+
+std::string writer_of(const nlohmann::json& row) { return text_of(field(row, "writer")); }
 
 std::string row_path(std::string_view base, std::string_view message_id, std::string_view writer) {
   std::string path = std::string(base) + "/rows/" + url_segment(message_id);
@@ -45,6 +44,12 @@ Html row_link(std::string_view base, const nlohmann::json& row) {
   const auto& id = field(row, "message_id");
   if (!id.is_string()) return cell(id);
   return link(row_path(base, id.get<std::string>(), writer_of(row)), "", id.get<std::string>());
+}
+
+Html session_link(std::string_view base, const nlohmann::json& row) {
+  const std::string session = text_of(field(row, "session_id"));
+  if (session.empty()) return {"-"};
+  return link(std::string(base) + "/sessions/", session, session);
 }
 
 Html conversation_link(std::string_view base, const nlohmann::json& row) {

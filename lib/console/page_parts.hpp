@@ -25,6 +25,8 @@ Html when(const nlohmann::json& value);
 Html count_line(std::size_t listed, std::int64_t matched, std::string_view noun);
 // The value of `key` of an object, null when missing or `object` is not one.
 const nlohmann::json& field(const nlohmann::json& object, const char* key);
+// A string value's text; empty for null, a missing key or another type.
+std::string text_of(const nlohmann::json& value);
 // A row's writer (its "writer" field); empty for rows of no writer.
 std::string writer_of(const nlohmann::json& row);
 // The path of a row's page: <base>/rows/<message id>, with ?writer= when it
@@ -33,6 +35,8 @@ std::string row_path(std::string_view base, std::string_view message_id, std::st
 // A link to the row page of `row` (a row or an event with "message_id" and
 // maybe "writer") labelled with its message id; a cell when it has none.
 Html row_link(std::string_view base, const nlohmann::json& row);
+// A link to the timeline of `row`'s session, labelled with its id; "-" when it has none.
+Html session_link(std::string_view base, const nlohmann::json& row);
 // A link to the conversation page of `row`'s correlation id, labelled with it; "-" when it has none.
 Html conversation_link(std::string_view base, const nlohmann::json& row);
 

@@ -121,8 +121,8 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
   std::size_t listed = 0;
   for (const auto& r : field(listing, "rows")) {
     ++listed;
-    const std::string id = field(r, "message_id").is_string() ? field(r, "message_id").get<std::string>() : "";
-    const std::string session = field(r, "session_id").is_string() ? field(r, "session_id").get<std::string>() : "";
+    const std::string id = text_of(field(r, "message_id"));
+    const std::string session = text_of(field(r, "session_id"));
     const std::string parked_path = frame.base + "/parked/" + url_segment(id);
     // The row's writer names it: another writer's row with the same message id is not touched.
     const std::string whose = writer_of(r);
@@ -131,7 +131,7 @@ std::string parked_page(const Frame& frame, const nlohmann::json& listing) {
       actions.markup += action_form(parked_path + "/requeue", "requeue", frame.csrf, "writer", whose).markup +
                         action_form(parked_path + "/skip", "skip", frame.csrf, "writer", whose).markup;
     }
-    Html session_cell = session.empty() ? Html{"-"} : link(frame.base + "/sessions/", session, session);
+    Html session_cell = session_link(frame.base, r);
     if (!session.empty() && field(r, "status") == "parked") {
       const std::string session_path = frame.base + "/sessions/" + url_segment(session);
       // The row's writer's session: another writer's rows of the session id are not touched.
